@@ -1,0 +1,22 @@
+"""The residual connection around every sub-layer (paper section 3.1)."""
+
+
+def residual_block(x, sublayer, norm, dropout, norm_first, training=None):
+    """Wraps `sublayer` in a residual connection with layer normalisation.
+
+    Post-norm (the paper): LayerNorm(x + Dropout(sublayer(x))).
+    Pre-norm (`norm_first=True`): x + Dropout(sublayer(LayerNorm(x))); the
+    stack then ends with a final LayerNorm.
+
+    `sublayer` returns either a tensor or a tuple whose first element is the
+    tensor; the rest (attention scores, a cache) is passed back unchanged.
+    Returns (output, extras) with `extras` the tuple of passed-back values.
+    """
+    y = sublayer(norm(x) if norm_first else x)
+    extras = ()
+    if isinstance(y, tuple):
+        y, extras = y[0], y[1:]
+    y = x + dropout(y, training=training)
+    if not norm_first:
+        y = norm(y)
+    return y, extras

@@ -1,0 +1,218 @@
+"""The Transformer encoder-decoder for translation (paper section 3).
+
+Notation: B batch, S source length, T target length, L cache length,
+D model width, V vocabulary.
+"""
+
+import keras
+from keras import ops
+
+from keras_transformer import masks, presets
+from keras_transformer.layers import Decoder, Encoder, PositionalEmbedding
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class Transformer(keras.Model):
+    """Encoder-decoder Transformer returning float32 next-token logits.
+
+    With a shared source/target vocabulary (`target_vocab_size=None`) and
+    `tie_embeddings=True`, the source embedding, the target embedding and the
+    pre-softmax projection are one matrix, as in section 3.4. With separate
+    vocabularies and tying, the target embedding and the output projection
+    are shared. Untied, all three are separate.
+
+    Id 0 is padding on both sides; masks are built here from `ids != 0` and
+    passed down to every attention layer.
+
+    Args:
+        vocab_size: int. Source vocabulary, and target too when shared.
+        target_vocab_size: int or None. A separate target vocabulary.
+        num_layers, d_model, num_heads, d_ff, dropout, attention_dropout,
+        activation_dropout, norm_first, layer_norm_epsilon: see
+            `keras_transformer.presets.TransformerConfig`.
+        tie_embeddings: bool. Share embedding and output matrices.
+        **kwargs: passed to `keras.Model`.
+
+    Call arguments:
+        inputs: tuple (source_ids (B, S), target_input_ids (B, T)), int.
+        training: bool.
+
+    Returns:
+        (B, T, V) float32 logits.
+
+    Example:
+    >>> model = Transformer.from_preset("tiny", vocab_size=100)
+    >>> model((ops.ones((2, 5), "int32"), ops.ones((2, 4), "int32"))).shape
+    (2, 4, 100)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        target_vocab_size=None,
+        num_layers=6,
+        d_model=512,
+        num_heads=8,
+        d_ff=2048,
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        norm_first=False,
+        tie_embeddings=True,
+        layer_norm_epsilon=1e-6,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = int(vocab_size)
+        self.target_vocab_size = None if target_vocab_size is None else int(target_vocab_size)
+        self.num_layers = int(num_layers)
+        self.d_model = int(d_model)
+        self.num_heads = int(num_heads)
+        self.d_ff = int(d_ff)
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
+        self.norm_first = bool(norm_first)
+        self.tie_embeddings = bool(tie_embeddings)
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+        stack_kwargs = dict(
+            num_layers=self.num_layers,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            activation_dropout=activation_dropout,
+            norm_first=self.norm_first,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=self.dtype_policy,
+        )
+        self.encoder = Encoder(name="encoder", **stack_kwargs)
+        self.decoder = Decoder(name="decoder", **stack_kwargs)
+        self.source_embedding = PositionalEmbedding(
+            self.vocab_size, self.d_model, dtype=self.dtype_policy, name="source_embedding"
+        )
+        shared_vocabulary = self.target_vocab_size is None
+        if shared_vocabulary and self.tie_embeddings:
+            self.target_embedding = self.source_embedding
+        else:
+            self.target_embedding = PositionalEmbedding(
+                self.output_vocab_size, self.d_model, dtype=self.dtype_policy, name="target_embedding"
+            )
+        self.output_projection = None
+        if not self.tie_embeddings:
+            self.output_projection = keras.layers.Dense(
+                self.output_vocab_size, use_bias=False, dtype=self.dtype_policy, name="output_projection"
+            )
+
+    @property
+    def output_vocab_size(self):
+        return self.vocab_size if self.target_vocab_size is None else self.target_vocab_size
+
+    @classmethod
+    def from_preset(cls, preset, vocab_size, **overrides):
+        """A model of the named preset ("tiny", "small", "base" or "big")."""
+        config = presets.get_preset(preset)
+        return cls(**presets.model_kwargs(config, vocab_size=vocab_size, **overrides))
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        hidden_shape = (None, None, self.d_model)
+        for embedding in {id(e): e for e in (self.source_embedding, self.target_embedding)}.values():
+            embedding.build((None, None))  # once, even when tied
+        self.encoder.build(hidden_shape)
+        self.decoder.build(hidden_shape, hidden_shape)
+        if self.output_projection is not None:
+            self.output_projection.build(hidden_shape)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        source_ids, target_ids = inputs
+        encoder_output = self.encode(source_ids, training=training)  # (B, S, D)
+        return self.decode(target_ids, encoder_output, source_ids, training=training)
+
+    def encode(self, source_ids, training=None):
+        """(B, S) source ids -> (B, S, D) encoder output."""
+        self.build()
+        x = self.source_embedding(source_ids)  # (B, S, D)
+        return self.encoder(x, attention_mask=masks.key_padding_mask(source_ids), training=training)
+
+    def init_cache(self, encoder_output, max_length):
+        """The decoder cache for `max_length` output positions (see layers.decoder)."""
+        return self.decoder.init_cache(encoder_output, max_length)
+
+    def decode(
+        self,
+        target_ids,
+        encoder_output,
+        source_ids,
+        cache=None,
+        cache_update_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        """Next-token logits for `target_ids` given the encoded source.
+
+        Without a cache, `target_ids` is the whole (B, T) prefix. With the
+        cache from `init_cache`, it holds the tokens at positions
+        `cache_update_index ...` (usually one), and the updated cache is
+        returned as well.
+
+        Returns `logits` (B, T, V) float32, then the per-layer (B, H, T, S)
+        cross-attention scores if asked for, then the cache if one was given.
+        """
+        self.build()
+        start = 0 if cache is None else cache_update_index
+        x = self.target_embedding(target_ids, start_index=start)  # (B, T, D)
+        target_length = ops.shape(target_ids)[1]
+        if cache is None:
+            self_mask = masks.merge_masks(
+                masks.causal_mask(target_length, target_length),  # (1, T, T)
+                masks.key_padding_mask(target_ids),  # (B, 1, T)
+            )
+        else:
+            cache_length = ops.shape(cache[0]["self"][0])[2]
+            self_mask = masks.causal_mask(target_length, cache_length, offset=start)  # (1, T, L)
+        outputs = self.decoder(
+            x,
+            encoder_output,
+            self_attention_mask=self_mask,
+            cross_attention_mask=masks.key_padding_mask(source_ids),  # (B, 1, S)
+            cache=cache,
+            cache_update_index=cache_update_index,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        hidden = outputs[0]  # (B, T, D)
+        if self.output_projection is None:
+            logits = self.target_embedding.attend(hidden)  # (B, T, V) float32
+        else:
+            logits = ops.cast(self.output_projection(hidden), "float32")  # (B, T, V)
+        return logits if len(outputs) == 1 else (logits,) + tuple(outputs[1:])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_size": self.vocab_size,
+                "target_vocab_size": self.target_vocab_size,
+                "num_layers": self.num_layers,
+                "d_model": self.d_model,
+                "num_heads": self.num_heads,
+                "d_ff": self.d_ff,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "activation_dropout": self.activation_dropout,
+                "norm_first": self.norm_first,
+                "tie_embeddings": self.tie_embeddings,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
+        return config

@@ -1,0 +1,64 @@
+"""Model presets: frozen dataclasses, turned into layer kwargs by one factory.
+
+Layers never receive a config object; `model_kwargs` flattens a preset into
+the plain keyword arguments of `keras_transformer.Transformer`.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """Architecture hyper-parameters (paper Table 3 names in brackets)."""
+
+    # Encoder layers and decoder layers, each [N].
+    num_layers: int = 6
+    # Model width [d_model].
+    d_model: int = 512
+    # Attention heads [h]; d_model / num_heads is the head width [d_k = d_v].
+    num_heads: int = 8
+    # Inner width of the feed-forward networks [d_ff].
+    d_ff: int = 2048
+    # Residual dropout, also on embeddings [P_drop].
+    dropout: float = 0.1
+    # Dropout on attention probabilities (the paper uses none).
+    attention_dropout: float = 0.0
+    # Dropout inside the feed-forward network (the paper uses none).
+    activation_dropout: float = 0.0
+    # False: the paper's post-norm blocks; True: pre-norm with a final LayerNorm.
+    norm_first: bool = False
+    # Source embedding, target embedding and pre-softmax projection share one matrix.
+    tie_embeddings: bool = True
+    layer_norm_epsilon: float = 1e-6
+
+
+PRESETS = {
+    # For tests: a few thousand parameters, runs in milliseconds.
+    "tiny": TransformerConfig(num_layers=2, d_model=32, num_heads=4, d_ff=64, dropout=0.1),
+    # Trainable on a 2-core CPU in minutes (the default of scripts/train.py).
+    "small": TransformerConfig(num_layers=3, d_model=256, num_heads=4, d_ff=1024, dropout=0.1),
+    # Transformer (base model), Table 3.
+    "base": TransformerConfig(),
+    # Transformer (big), Table 3.
+    "big": TransformerConfig(d_model=1024, num_heads=16, d_ff=4096, dropout=0.3),
+}
+
+
+def get_preset(name):
+    """The TransformerConfig called `name`; ValueError naming the valid ones otherwise."""
+    if name not in PRESETS:
+        raise ValueError(f"Unknown preset {name!r}; expected one of {sorted(PRESETS)}.")
+    return PRESETS[name]
+
+
+def model_kwargs(config, **overrides):
+    """Flattens a TransformerConfig, plus overrides, into Transformer kwargs."""
+    fields = {f.name for f in dataclasses.fields(TransformerConfig)}
+    unknown = set(overrides) - fields - {"vocab_size", "target_vocab_size", "name", "dtype"}
+    if unknown:
+        raise ValueError(
+            f"Unknown Transformer argument(s) {sorted(unknown)}; expected some of "
+            f"{sorted(fields | {'vocab_size', 'target_vocab_size'})}."
+        )
+    return {**dataclasses.asdict(dataclasses.replace(config, **{k: v for k, v in overrides.items() if k in fields})),
+            **{k: v for k, v in overrides.items() if k not in fields}}
