@@ -1,0 +1,62 @@
+"""Shared fixtures and helpers. Tests never touch the network."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+TINY_VOCAB = 61
+
+
+@pytest.fixture(autouse=True)
+def _fresh_keras_state():
+    """Each test starts with the default dtype policy and a fixed seed."""
+    keras.config.set_dtype_policy("float32")
+    keras.utils.set_random_seed(1234)
+    yield
+    keras.config.set_dtype_policy("float32")
+
+
+def random_ids(rng, batch, length, vocab=TINY_VOCAB, lengths=None):
+    """(batch, length) int32 ids in [3, vocab), right-padded with 0 to `lengths`."""
+    ids = rng.integers(3, vocab, size=(batch, length)).astype("int32")
+    if lengths is not None:
+        for row, n in enumerate(lengths):
+            ids[row, n:] = 0
+    return ids
+
+
+def assert_round_trips(build_model, inputs, tmp_path, atol=1e-6):
+    """A model's get_config/from_config clone and its .keras save/load both
+    reproduce its outputs exactly (same weights, inference mode).
+
+    `build_model()` returns a built keras.Model taking `inputs`.
+    """
+    model = build_model()
+    expected = keras.tree.map_structure(np.asarray, model(inputs, training=False))
+
+    clone = model.__class__.from_config(model.get_config())
+    clone(inputs, training=False)
+    clone.set_weights(model.get_weights())
+    got = keras.tree.map_structure(np.asarray, clone(inputs, training=False))
+    keras.tree.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=atol), expected, got)
+
+    path = os.path.join(tmp_path, "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    got = keras.tree.map_structure(np.asarray, loaded(inputs, training=False))
+    keras.tree.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=atol), expected, got)
+
+
+def functional_wrapper(layer, input_specs, call=None):
+    """A functional model around `layer`, so that .keras saving covers its config.
+
+    input_specs: list of (shape_without_batch, dtype). `call(layer, *inputs)`
+    defaults to `layer(*inputs)`.
+    """
+    inputs = [keras.Input(shape, dtype=dtype) for shape, dtype in input_specs]
+    outputs = call(layer, *inputs) if call else layer(*inputs)
+    return keras.Model(inputs, outputs)
