@@ -1,0 +1,47 @@
+"""The paper's learning-rate schedule (section 5.3, equation 3)."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """lrate = scale * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5).
+
+    Linear warm-up for `warmup_steps`, then decay with the inverse square root
+    of the step. Keras counts optimizer steps from 0; step 0 is treated as
+    step 1, so the first update uses the formula's step-1 value and nothing is
+    ever divided by zero.
+
+    Args:
+        d_model: int. Model width (512 for base, 1024 for big).
+        warmup_steps: int. 4000 in the paper.
+        scale: float. Multiplies the whole schedule (1.0 in the paper).
+
+    Example:
+    >>> schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
+    >>> optimizer = keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+    """
+
+    def __init__(self, d_model, warmup_steps=4000, scale=1.0):
+        if int(d_model) < 1 or int(warmup_steps) < 1:
+            raise ValueError(
+                f"d_model and warmup_steps must be positive; got d_model={d_model}, "
+                f"warmup_steps={warmup_steps}."
+            )
+        self.d_model = int(d_model)
+        self.warmup_steps = int(warmup_steps)
+        self.scale = float(scale)
+
+    def __call__(self, step):
+        step = ops.maximum(ops.cast(step, "float32"), 1.0)
+        decay = ops.minimum(ops.rsqrt(step), step * self.warmup_steps**-1.5)
+        return self.scale * self.d_model**-0.5 * decay
+
+    def get_config(self):
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
+
+
+def paper_adam(schedule):
+    """Adam with the paper's beta_1=0.9, beta_2=0.98, epsilon=1e-9."""
+    return keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)

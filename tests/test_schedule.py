@@ -1,0 +1,35 @@
+import keras
+import pytest
+
+import keras_transformer as kt
+
+
+def formula(step, d_model=512, warmup=4000):
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+@pytest.mark.parametrize("step", [1, 4000, 100000])
+def test_equals_the_paper_formula(step):
+    schedule = kt.TransformerSchedule(d_model=512, warmup_steps=4000)
+    assert float(schedule(step)) == pytest.approx(formula(step), rel=1e-6)
+
+
+def test_step_zero_is_finite_and_warmup_peaks_at_warmup_steps():
+    schedule = kt.TransformerSchedule(d_model=512, warmup_steps=4000)
+    assert float(schedule(0)) == pytest.approx(formula(1), rel=1e-6)
+    assert float(schedule(3999)) < float(schedule(4000)) > float(schedule(4001))
+
+
+def test_config_round_trip_and_adam():
+    schedule = kt.TransformerSchedule(d_model=256, warmup_steps=100, scale=2.0)
+    clone = kt.TransformerSchedule.from_config(schedule.get_config())
+    assert float(clone(50)) == pytest.approx(float(schedule(50)))
+    adam = kt.schedule.paper_adam(schedule)
+    restored = keras.optimizers.Adam.from_config(adam.get_config())
+    assert (restored.beta_1, restored.beta_2, restored.epsilon) == (0.9, 0.98, 1e-9)
+    assert float(restored.learning_rate) == pytest.approx(float(schedule(0)))
+
+
+def test_rejects_nonpositive_warmup():
+    with pytest.raises(ValueError, match="warmup_steps=0"):
+        kt.TransformerSchedule(d_model=512, warmup_steps=0)
