@@ -1,0 +1,106 @@
+"""One shared source+target SentencePiece vocabulary, applied in-graph.
+
+The model is trained with the `sentencepiece` library (BPE, as the paper's
+shared byte-pair vocabulary) and applied with tensorflow-text's op, so that
+`tf.data`, the model directory and the exported SavedModel all run the same
+op on the same model bytes.
+
+Fixed special ids: PAD_ID=0 (also the model's padding), UNK_ID=1, BOS_ID=2,
+EOS_ID=3.
+"""
+
+import os
+
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+TOKENIZER_FILENAME = "sentencepiece.model"
+
+
+def train_sentencepiece(sentences, vocab_size, output_path, max_sentences=2_000_000):
+    """Trains a BPE SentencePiece model on `sentences` and writes it to `output_path`.
+
+    sentences: an iterable of str (source and target sides together).
+    vocab_size: int, 37000 for WMT English-German, far less for small data.
+    max_sentences: at most this many sentences (sampled by sentencepiece) are used.
+    Returns output_path.
+    """
+    if int(vocab_size) < 8:
+        raise ValueError(f"vocab_size must be at least 8; got {vocab_size}.")
+    os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
+    model = _ByteSink()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=(s for s in sentences if s),
+        model_writer=model,
+        model_type="bpe",
+        vocab_size=int(vocab_size),
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        character_coverage=1.0,
+        input_sentence_size=int(max_sentences),
+        shuffle_input_sentence=True,
+        # Small corpora cannot always fill the requested vocabulary.
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=os.cpu_count() or 1,
+    )
+    tmp_path = output_path + ".tmp"
+    with open(tmp_path, "wb") as f:
+        f.write(model.getvalue())
+    os.replace(tmp_path, output_path)  # atomic: a killed run never leaves half a model
+    return output_path
+
+
+class _ByteSink:
+    def __init__(self):
+        self._chunks = []
+
+    def write(self, data):
+        self._chunks.append(data)
+
+    def getvalue(self):
+        return b"".join(self._chunks)
+
+
+class Tokenizer(tf.Module):
+    """In-graph SentencePiece tokenizer over one shared vocabulary.
+
+    Args:
+        model_path: path of a SentencePiece `.model` file.
+
+    Example:
+    >>> tokenizer = Tokenizer("runs/x/sentencepiece.model")
+    >>> ids = tokenizer.tokenize(tf.constant(["Hello world"]))  # RaggedTensor
+    >>> tokenizer.detokenize(ids)
+    """
+
+    def __init__(self, model_path, name="tokenizer"):
+        super().__init__(name=name)
+        if not os.path.exists(model_path):
+            raise FileNotFoundError(f"SentencePiece model {model_path!r} does not exist.")
+        self.model_path = model_path
+        with open(model_path, "rb") as f:
+            self.model_proto = f.read()
+        self._op = tf_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
+        self.vocab_size = int(self._op.vocab_size())
+
+    def tokenize(self, strings):
+        """(B,) strings -> (B, None) int32 RaggedTensor, without BOS/EOS."""
+        return self._op.tokenize(strings)
+
+    def detokenize(self, ids):
+        """(B, L) int ids, dense or ragged -> (B,) strings.
+
+        Everything from the first EOS on is dropped, and PAD/BOS ids are
+        ignored, so raw decoder output can be passed as it is.
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            ids = ids.to_tensor(default_value=PAD_ID)
+        ids = tf.cast(ids, tf.int32)
+        before_eos = tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1, exclusive=True) == 0
+        keep = before_eos & (ids != EOS_ID) & (ids != PAD_ID) & (ids != BOS_ID)
+        return self._op.detokenize(tf.ragged.boolean_mask(ids, keep))
