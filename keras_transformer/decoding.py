@@ -1,0 +1,281 @@
+"""Greedy and beam search (paper section 6.1), with an incremental-decoding cache.
+
+The search functions know nothing about the model: they call
+`tokens_to_logits(ids, cache, step) -> (logits, cache)`, where `ids` holds
+the tokens at position `step` (B*, 1) and `logits` the next-token scores
+(B*, V) float32. `model_tokens_to_logits` builds that callable from a
+`Transformer`, either with the key/value cache (one token per step) or
+without it (the whole prefix every step; for tests and benchmarks).
+
+All loop state has a fixed shape, so the searches run inside `tf.function`
+and `tf.while_loop`, can be exported in a SavedModel and XLA-compiled.
+
+Notation: B sentences, K beams, N n-best, L maximum output length,
+S source length, V vocabulary.
+"""
+
+import weakref
+
+import tensorflow as tf
+
+from keras_transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+# Scores of impossible hypotheses: finite, so arithmetic on them stays finite.
+NEG_INF = -1.0e9
+# The paper: output length up to input length + 50.
+DEFAULT_EXTRA_LENGTH = 50
+
+
+def length_penalty(length, alpha):
+    """GNMT length penalty ((5 + length) / 6)^alpha (Wu et al., 2016)."""
+    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+def source_lengths(source_ids):
+    """Number of non-padding ids per source row. (B, S) -> (B,) int32."""
+    return tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.int32), axis=1)
+
+
+def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
+    """Per-sentence output limits (B,) and the loop length L.
+
+    Each sentence may produce at most source length + `extra` tokens (EOS
+    included); `max_length`, if given, caps every limit.
+    """
+    limits = source_lengths(source_ids) + extra
+    if max_length is not None:
+        limits = tf.minimum(limits, max_length)
+    return limits, tf.reduce_max(limits)
+
+
+def _tile_beams(x, beam_size):
+    """(B, ...) -> (B*K, ...), each row repeated K times in place."""
+    x = tf.expand_dims(x, 1)  # (B, 1, ...)
+    multiples = [1, beam_size] + [1] * (len(x.shape) - 2)
+    x = tf.tile(x, multiples)  # (B, K, ...)
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))  # (B*K, ...)
+
+
+def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache=True):
+    """(tokens_to_logits, initial_cache) for a `Transformer` on `source_ids`.
+
+    The encoder runs once here. With `use_cache`, the loop state holds the
+    per-layer self-attention keys/values (written one step at a time); the
+    cross-attention keys/values are projected once and captured as constants,
+    so beam reordering never copies them. Each step decodes one token.
+    Without it, each step re-runs the decoder over the whole prefix, which the
+    step reads from `cache["prefix"]`.
+    """
+    source_ids = _tile_beams(source_ids, beam_size)  # (B*K, S)
+    encoder_output = model.encode(source_ids, training=False)  # (B*K, S, D)
+    if use_cache:
+        layers = model.init_cache(encoder_output, max_length)
+        cross = [layer["cross"] for layer in layers]  # constant: 2 x (B*K, H, S, K) per layer
+        cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L, K) per layer
+
+        def tokens_to_logits(ids, cache, step):
+            full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cross)]
+            logits, full = model.decode(ids, encoder_output, source_ids, cache=full,
+                                        cache_update_index=step, training=False)
+            return logits[:, -1, :], {"self": [layer["self"] for layer in full]}  # (B*K, V)
+    else:
+        batch = tf.shape(source_ids)[0]
+        cache = {"prefix": tf.zeros([batch, max_length], tf.int32)}
+
+        def tokens_to_logits(ids, cache, step):
+            prefix = tf.tensor_scatter_nd_update(
+                tf.transpose(cache["prefix"]), [[step]], tf.transpose(ids)
+            )
+            prefix = tf.transpose(prefix)  # (B*K, L) with position `step` written
+            logits = model.decode(prefix[:, : step + 1], encoder_output, source_ids, training=False)
+            return logits[:, -1, :], {"prefix": prefix}  # (B*K, V)
+
+    return tokens_to_logits, cache
+
+
+# ------------------------------------------------------------------ greedy
+def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length):
+    """Arg-max decoding. limits: (B,) per-sentence maximum output length.
+
+    Returns (B, loop_length) int32: the tokens, EOS included, then PAD.
+    """
+    ids = tf.fill([batch_size, loop_length + 1], PAD_ID)  # position 0 holds BOS
+    ids = tf.concat([tf.fill([batch_size, 1], BOS_ID), ids[:, 1:]], axis=1)
+    finished = tf.zeros([batch_size], tf.bool)
+
+    def cond(step, ids, finished, cache):
+        return tf.logical_and(step < loop_length, tf.logical_not(tf.reduce_all(finished)))
+
+    def body(step, ids, finished, cache):
+        logits, cache = tokens_to_logits(ids[:, step : step + 1], cache, step)  # (B, V)
+        next_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
+        next_ids = tf.where(step + 1 >= limits, EOS_ID, next_ids)  # the length limit forces EOS
+        next_ids = tf.where(finished, PAD_ID, next_ids)
+        ids = _write_column(ids, step + 1, next_ids)
+        return step + 1, ids, tf.logical_or(finished, tf.equal(next_ids, EOS_ID)), cache
+
+    _, ids, _, _ = tf.while_loop(cond, body, (tf.constant(0), ids, finished, cache))
+    return ids[:, 1:]
+
+
+def _write_column(ids, column, values):
+    """ids[:, column] = values, for a (B, L) tensor."""
+    transposed = tf.tensor_scatter_nd_update(tf.transpose(ids), [[column]], values[None, :])
+    return tf.transpose(transposed)
+
+
+# ------------------------------------------------------------------ beam search
+def _gather_beams(tree, indices, batch_size, beam_size):
+    """Picks beams: every (B*K_old, ...) or (B, K_old, ...) tensor in `tree` -> K_new beams.
+
+    indices: (B, K_new) beam indices into K_old.
+    """
+    batch_offsets = tf.range(batch_size)[:, None] * beam_size  # (B, 1)
+    flat_indices = tf.reshape(indices + batch_offsets, [-1])  # (B*K_new,)
+    return tf.nest.map_structure(lambda x: tf.gather(x, flat_indices), tree)
+
+
+def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, loop_length, n_best=1):
+    """Beam search with the GNMT length penalty and early stopping.
+
+    Finished hypotheses (ended by EOS) are kept apart from live ones; the
+    search stops when no live beam can still beat the worst kept finished
+    hypothesis of every sentence, or at the length limit.
+
+    tokens_to_logits works on B*K rows; `cache` has B*K rows.
+    limits: (B,) per-sentence maximum output lengths (EOS included).
+    Returns ids (B, n_best, loop_length) int32 and scores (B, n_best) float32,
+    best first; a score is log P(output) / length_penalty(len(output)).
+    """
+    k = beam_size
+    alive_ids = tf.concat(
+        [tf.fill([batch_size, k, 1], BOS_ID), tf.fill([batch_size, k, loop_length], PAD_ID)], axis=2
+    )  # (B, K, L+1)
+    # Only the first beam starts alive, so the first step does not pick K copies of one token.
+    alive_log_probs = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch_size, 1])  # (B, K)
+    finished_ids = tf.zeros_like(alive_ids)  # (B, K, L+1)
+    finished_scores = tf.fill([batch_size, k], NEG_INF)  # (B, K)
+    finished_flags = tf.zeros([batch_size, k], tf.bool)  # (B, K)
+    best_possible_penalty = length_penalty(limits, alpha)  # (B,): the largest penalty any output can get
+
+    def cond(step, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, cache):
+        best_alive = tf.reduce_max(alive_log_probs, axis=1) / best_possible_penalty  # (B,)
+        worst_finished = tf.where(
+            tf.reduce_all(finished_flags, axis=1), tf.reduce_min(finished_scores, axis=1), NEG_INF
+        )  # (B,)
+        done = tf.reduce_all(tf.logical_or(worst_finished > best_alive, step >= limits))
+        return tf.logical_and(step < loop_length, tf.logical_not(done))
+
+    def body(step, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, cache):
+        ids = tf.reshape(alive_ids[:, :, step], [-1, 1])  # (B*K, 1)
+        logits, cache = tokens_to_logits(ids, cache, step)  # (B*K, V)
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))  # (B*K, V)
+        vocab = tf.shape(log_probs)[-1]
+        log_probs = tf.reshape(log_probs, [batch_size, k, vocab])  # (B, K, V)
+        # At its limit a sentence may only end.
+        at_limit = (step + 1 >= limits)[:, None, None]  # (B, 1, 1)
+        only_eos = tf.one_hot(EOS_ID, vocab, on_value=0.0, off_value=NEG_INF)  # (V,)
+        log_probs = tf.where(at_limit, log_probs + only_eos, log_probs)
+        candidates = alive_log_probs[:, :, None] + log_probs  # (B, K, V)
+        candidates = tf.reshape(candidates, [batch_size, k * vocab])  # (B, K*V)
+
+        # 2K candidates are enough to keep K alive even if K of them end in EOS.
+        top_log_probs, top_indices = tf.math.top_k(candidates, k=2 * k)  # (B, 2K)
+        top_beams, top_tokens = top_indices // vocab, top_indices % vocab  # (B, 2K)
+        top_ids = tf.gather(alive_ids, top_beams, batch_dims=1)  # (B, 2K, L+1)
+        top_ids = tf.concat(
+            [top_ids[:, :, : step + 1], top_tokens[:, :, None], top_ids[:, :, step + 2 :]], axis=2
+        )  # (B, 2K, L+1): token written at step + 1
+        ended = tf.equal(top_tokens, EOS_ID)  # (B, 2K)
+
+        # Live: the best K that did not end.
+        live_scores = tf.where(ended, NEG_INF, top_log_probs)
+        new_alive_log_probs, alive_pick = tf.math.top_k(live_scores, k=k)  # (B, K)
+        new_alive_ids = tf.gather(top_ids, alive_pick, batch_dims=1)  # (B, K, L+1)
+        source_beams = tf.gather(top_beams, alive_pick, batch_dims=1)  # (B, K)
+        cache = _gather_beams(cache, source_beams, batch_size, k)
+
+        # Finished: merge those that ended now with the kept ones; keep the best K.
+        penalty = length_penalty(step + 1, alpha)
+        new_finished_scores = tf.where(ended, top_log_probs / penalty, NEG_INF)  # (B, 2K)
+        all_ids = tf.concat([finished_ids, top_ids], axis=1)  # (B, 3K, L+1)
+        all_scores = tf.concat([finished_scores, new_finished_scores], axis=1)  # (B, 3K)
+        all_flags = tf.concat([finished_flags, ended], axis=1)  # (B, 3K)
+        finished_scores, finished_pick = tf.math.top_k(all_scores, k=k)  # (B, K)
+        finished_ids = tf.gather(all_ids, finished_pick, batch_dims=1)
+        finished_flags = tf.gather(all_flags, finished_pick, batch_dims=1)
+        return (step + 1, new_alive_ids, new_alive_log_probs, finished_ids, finished_scores,
+                finished_flags, cache)
+
+    state = (tf.constant(0), alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, cache)
+    _, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, _ = tf.while_loop(
+        cond, body, state
+    )
+    # A sentence with no finished hypothesis (only possible if the loop ended
+    # early on the global length) falls back to its live beams.
+    any_finished = tf.reduce_any(finished_flags, axis=1)  # (B,)
+    alive_scores = alive_log_probs / length_penalty(loop_length, alpha)
+    ids = tf.where(any_finished[:, None, None], finished_ids, alive_ids)[:, :n_best, 1:]
+    scores = tf.where(any_finished[:, None], finished_scores, alive_scores)[:, :n_best]
+    return ids, scores
+
+
+# ------------------------------------------------------------------ model-level API
+_compiled = weakref.WeakKeyDictionary()
+
+
+def _compiled_search(model, key, build):
+    """One tf.function per (model, search settings), traced for any batch and length."""
+    functions = _compiled.setdefault(model, {})
+    if key not in functions:
+        functions[key] = tf.function(build, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    return functions[key]
+
+
+def _check(beam_size, n_best, alpha):
+    if int(beam_size) < 1:
+        raise ValueError(f"beam_size must be at least 1; got {beam_size}.")
+    if not 1 <= int(n_best) <= int(beam_size):
+        raise ValueError(f"n_best must be in [1, beam_size={beam_size}]; got {n_best}.")
+    if alpha < 0:
+        raise ValueError(f"alpha must be non-negative; got {alpha}.")
+
+
+def greedy_search(model, source_ids, max_length=None, use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH):
+    """Greedy translation of (B, S) source ids -> (B, L) int32 ids (EOS, then PAD).
+
+    Each output has at most source length + `extra_length` tokens, EOS
+    included, and at most `max_length` if given.
+    """
+    def search(source_ids):
+        limits, loop_length = output_limits(source_ids, max_length, extra_length)
+        tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, 1, use_cache)
+        return greedy_decode(tokens_to_logits, cache, tf.shape(source_ids)[0], limits, loop_length)
+
+    fn = _compiled_search(model, ("greedy", max_length, use_cache, extra_length), search)
+    return fn(tf.convert_to_tensor(source_ids, tf.int32))
+
+
+def beam_search(model, source_ids, beam_size=4, alpha=0.6, max_length=None, use_cache=True, n_best=1,
+                extra_length=DEFAULT_EXTRA_LENGTH):
+    """Beam search translation of (B, S) source ids.
+
+    Returns (ids, scores): with n_best=1, ids (B, L) and scores (B,); with
+    n_best > 1, ids (B, n_best, L) and scores (B, n_best), best first.
+    Defaults are the paper's: beam 4, alpha 0.6, length up to input + 50.
+    """
+    _check(beam_size, n_best, alpha)
+
+    def search(source_ids):
+        batch = tf.shape(source_ids)[0]
+        limits, loop_length = output_limits(source_ids, max_length, extra_length)
+        tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, beam_size, use_cache)
+        ids, scores = beam_decode(tokens_to_logits, cache, batch, beam_size, float(alpha), limits,
+                                  loop_length, n_best)
+        if n_best == 1:
+            return ids[:, 0], scores[:, 0]
+        return ids, scores
+
+    fn = _compiled_search(model, ("beam", beam_size, float(alpha), max_length, use_cache, n_best, extra_length),
+                          search)
+    return fn(tf.convert_to_tensor(source_ids, tf.int32))

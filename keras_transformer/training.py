@@ -1,0 +1,187 @@
+"""The paper's training recipe (section 5) as a resumable `model.fit` run.
+
+`train(config)` builds the strategy, the shared vocabulary, the data, the
+model and the callbacks, and runs `fit`. One Keras epoch is one checkpoint
+interval (`config.checkpoint_every` updates), so every epoch ends with a
+validation pass, a kept checkpoint and a backup; a run killed at any point
+and started again with the same command resumes from its last backup.
+"""
+
+import os
+import time
+
+import keras
+import tensorflow as tf
+
+from keras_transformer import checkpoints
+from keras_transformer.data import pipeline, sources
+from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer, train_sentencepiece
+from keras_transformer.losses import LabelSmoothedCrossEntropy
+from keras_transformer.metrics import MaskedAccuracy
+from keras_transformer.model import Transformer
+from keras_transformer.schedule import TransformerSchedule
+
+
+def make_strategy(name):
+    """The tf.distribute strategy called `name` (see config.STRATEGIES)."""
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError("--strategy multi_worker needs the TF_CONFIG environment variable; see the README.")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"Unknown strategy {name!r}; expected one of default, mirrored, multi_worker, tpu.")
+
+
+def worker_role(strategy):
+    """(is_chief, task_id). Only the chief writes checkpoints, logs and exports."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True, 0
+    task_type, task_id = resolver.task_type, resolver.task_id or 0
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return (task_type == "chief") or (task_type == "worker" and task_id == 0 and not has_chief), task_id
+
+
+def worker_dir(config, strategy):
+    """The chief writes to model_dir; other workers to a private folder inside it."""
+    is_chief, task_id = worker_role(strategy)
+    return config.model_dir if is_chief else os.path.join(config.model_dir, "workers", str(task_id))
+
+
+def load_tokenizer(config, directory=None):
+    """The run's SentencePiece model, trained on the training split on first use."""
+    directory = directory or config.model_dir
+    path = os.path.join(directory, TOKENIZER_FILENAME)
+    if not os.path.exists(path):
+        pairs, _ = sources.load_pairs(config.dataset, "train", config.source_lang, config.target_lang,
+                                      config.data_dir)
+        max_pairs = 1_000_000
+
+        def sentences():
+            for source, target in pairs.take(max_pairs).as_numpy_iterator():
+                yield source.decode("utf-8", "replace")
+                yield target.decode("utf-8", "replace")
+
+        print(f"Training a {config.vocab_size}-piece SentencePiece model on {config.dataset} ...", flush=True)
+        train_sentencepiece(sentences(), config.vocab_size, path)
+    return Tokenizer(path)
+
+
+def build_model(config, vocab_size):
+    """The preset's Transformer over the shared vocabulary, built."""
+    model = Transformer.from_preset(config.preset, vocab_size=vocab_size, dtype=config.precision)
+    model.build()
+    return model
+
+
+def compile_model(model, config, metrics=()):
+    """Adam(0.9, 0.98, 1e-9) on the warm-up schedule and the label-smoothed loss."""
+    schedule = TransformerSchedule(model.d_model, config.warmup_steps, config.learning_rate_scale)
+    optimizer = keras.optimizers.Adam(
+        schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9,
+        gradient_accumulation_steps=config.grad_accum if config.grad_accum > 1 else None,
+    )
+    model.compile(
+        optimizer=optimizer,  # Keras wraps it in a LossScaleOptimizer under mixed_float16.
+        loss=LabelSmoothedCrossEntropy(config.label_smoothing),
+        metrics=list(metrics),
+        jit_compile=config.jit_compile,
+    )
+    return model
+
+
+class Throughput(keras.callbacks.Callback):
+    """Adds `tokens_per_sec` (non-padding target tokens) and `sec_per_step` to the logs.
+
+    It reads the token count that `MaskedAccuracy` already keeps, so it costs
+    no extra metric. Keras' progress bar, which runs after it, shows both.
+    """
+
+    def __init__(self, accuracy_metric, every=10):
+        super().__init__()
+        self.accuracy_metric = accuracy_metric
+        self.every = every
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = None  # set after the first step, which includes tracing
+        self._figures = {"tokens_per_sec": 0.0, "sec_per_step": 0.0}
+
+    def on_train_batch_end(self, batch, logs=None):
+        tokens = float(self.accuracy_metric.count.numpy())
+        now = time.perf_counter()
+        if self._start is None:
+            self._start, self._start_batch, self._start_tokens = now, batch, tokens
+        elif (batch - self._start_batch) % self.every == 0:
+            elapsed = max(now - self._start, 1e-9)
+            self._figures = {
+                "tokens_per_sec": (tokens - self._start_tokens) / elapsed,
+                "sec_per_step": elapsed / (batch - self._start_batch),
+            }
+        if logs is not None:
+            logs.update(self._figures)
+
+
+def make_callbacks(config, strategy, accuracy_metric):
+    """Backups, kept checkpoints, TensorBoard, TerminateOnNaN and throughput figures."""
+    directory = worker_dir(config, strategy)
+    return [
+        keras.callbacks.TerminateOnNaN(),
+        # delete_checkpoint=False: the backup also lets a finished run be re-run as a no-op.
+        keras.callbacks.BackupAndRestore(os.path.join(directory, "backup"), delete_checkpoint=False),
+        checkpoints.KeepLastCheckpoints(os.path.join(directory, "checkpoints"), keep=config.keep_checkpoints),
+        keras.callbacks.TensorBoard(os.path.join(directory, "logs"), update_freq=100),
+        Throughput(accuracy_metric),
+    ]
+
+
+def train(config, verbose="auto"):
+    """Runs (or resumes) training. Returns (model, tokenizer, strategy, history)."""
+    interval = min(config.checkpoint_every, config.steps)
+    if config.steps % interval:
+        raise ValueError(
+            f"steps must be a multiple of checkpoint_every; got steps={config.steps}, "
+            f"checkpoint_every={config.checkpoint_every}."
+        )
+    keras.utils.set_random_seed(config.seed)
+    keras.config.set_dtype_policy(config.precision)
+    strategy = make_strategy(config.strategy)
+    directory = worker_dir(config, strategy)
+    os.makedirs(directory, exist_ok=True)
+    config.save(directory)
+    tokenizer = load_tokenizer(config, directory)
+
+    def train_pairs():
+        return sources.load_pairs(config.dataset, "train", config.source_lang, config.target_lang,
+                                  config.data_dir)[0]
+
+    train_batches = pipeline.distributed_batches(
+        strategy, train_pairs, tokenizer, config.batch_tokens, config.max_length, training=True,
+        seed=config.seed,
+    )
+    validation_pairs, _ = sources.load_pairs(config.dataset, "validation", config.source_lang,
+                                             config.target_lang, config.data_dir)
+    validation_batches = pipeline.make_batches(
+        validation_pairs, tokenizer, config.batch_tokens, config.max_length, training=False
+    )
+
+    with strategy.scope():
+        accuracy = MaskedAccuracy()
+        model = compile_model(build_model(config, tokenizer.vocab_size), config, [accuracy])
+
+    history = model.fit(
+        train_batches,
+        epochs=config.steps // interval,
+        steps_per_epoch=interval * config.grad_accum,
+        validation_data=validation_batches,
+        callbacks=make_callbacks(config, strategy, accuracy),
+        verbose=verbose,
+    )
+    return model, tokenizer, strategy, history
