@@ -45,7 +45,8 @@ def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
     limits = source_lengths(source_ids) + extra
     if max_length is not None:
         limits = tf.minimum(limits, max_length)
-    return limits, tf.reduce_max(limits)
+    # max(..., 1): an empty batch still gives valid (if unused) shapes.
+    return limits, tf.maximum(tf.reduce_max(limits), 1)
 
 
 def _tile_beams(x, beam_size):
@@ -241,18 +242,39 @@ def _check(beam_size, n_best, alpha):
         raise ValueError(f"alpha must be non-negative; got {alpha}.")
 
 
+def greedy_search_graph(model, source_ids, max_length=None, use_cache=True,
+                        extra_length=DEFAULT_EXTRA_LENGTH):
+    """`greedy_search` without its own tf.function, to call inside another one."""
+    limits, loop_length = output_limits(source_ids, max_length, extra_length)
+    tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, 1, use_cache)
+    return greedy_decode(tokens_to_logits, cache, tf.shape(source_ids)[0], limits, loop_length)
+
+
+def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None, use_cache=True, n_best=1,
+                      extra_length=DEFAULT_EXTRA_LENGTH):
+    """`beam_search` without its own tf.function, to call inside another one."""
+    _check(beam_size, n_best, alpha)
+    batch = tf.shape(source_ids)[0]
+    limits, loop_length = output_limits(source_ids, max_length, extra_length)
+    tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, beam_size, use_cache)
+    ids, scores = beam_decode(tokens_to_logits, cache, batch, beam_size, float(alpha), limits,
+                              loop_length, n_best)
+    if n_best == 1:
+        return ids[:, 0], scores[:, 0]
+    return ids, scores
+
+
 def greedy_search(model, source_ids, max_length=None, use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH):
     """Greedy translation of (B, S) source ids -> (B, L) int32 ids (EOS, then PAD).
 
     Each output has at most source length + `extra_length` tokens, EOS
-    included, and at most `max_length` if given.
+    included, and at most `max_length` if given. Runs as a tf.function,
+    traced once per model and settings.
     """
-    def search(source_ids):
-        limits, loop_length = output_limits(source_ids, max_length, extra_length)
-        tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, 1, use_cache)
-        return greedy_decode(tokens_to_logits, cache, tf.shape(source_ids)[0], limits, loop_length)
-
-    fn = _compiled_search(model, ("greedy", max_length, use_cache, extra_length), search)
+    fn = _compiled_search(
+        model, ("greedy", max_length, use_cache, extra_length),
+        lambda ids: greedy_search_graph(model, ids, max_length, use_cache, extra_length),
+    )
     return fn(tf.convert_to_tensor(source_ids, tf.int32))
 
 
@@ -263,19 +285,11 @@ def beam_search(model, source_ids, beam_size=4, alpha=0.6, max_length=None, use_
     Returns (ids, scores): with n_best=1, ids (B, L) and scores (B,); with
     n_best > 1, ids (B, n_best, L) and scores (B, n_best), best first.
     Defaults are the paper's: beam 4, alpha 0.6, length up to input + 50.
+    Runs as a tf.function, traced once per model and settings.
     """
     _check(beam_size, n_best, alpha)
-
-    def search(source_ids):
-        batch = tf.shape(source_ids)[0]
-        limits, loop_length = output_limits(source_ids, max_length, extra_length)
-        tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, beam_size, use_cache)
-        ids, scores = beam_decode(tokens_to_logits, cache, batch, beam_size, float(alpha), limits,
-                                  loop_length, n_best)
-        if n_best == 1:
-            return ids[:, 0], scores[:, 0]
-        return ids, scores
-
-    fn = _compiled_search(model, ("beam", beam_size, float(alpha), max_length, use_cache, n_best, extra_length),
-                          search)
+    fn = _compiled_search(
+        model, ("beam", beam_size, float(alpha), max_length, use_cache, n_best, extra_length),
+        lambda ids: beam_search_graph(model, ids, beam_size, alpha, max_length, use_cache, n_best, extra_length),
+    )
     return fn(tf.convert_to_tensor(source_ids, tf.int32))

@@ -1,0 +1,55 @@
+"""Corpus-level scores with sacreBLEU, on detokenized output."""
+
+import os
+
+import sacrebleu
+
+from keras_transformer.data import sources
+
+
+def score(hypotheses, references):
+    """sacreBLEU BLEU and chrF of detokenized `hypotheses` against one reference each.
+
+    Returns a dict with "bleu", "bleu_signature", "chrf" and "chrf_signature".
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references.")
+    bleu = sacrebleu.metrics.BLEU()
+    chrf = sacrebleu.metrics.CHRF()
+    bleu_score = bleu.corpus_score(hypotheses, [references])
+    chrf_score = chrf.corpus_score(hypotheses, [references])
+    return {
+        "bleu": bleu_score.score,
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf": chrf_score.score,
+        "chrf_signature": str(chrf.get_signature()),
+    }
+
+
+def read_split(config, split, dataset=None, limit=None):
+    """(sources, references) lists of str for `split` of the run's dataset (or `dataset`)."""
+    pairs, _ = sources.load_pairs(dataset or config.dataset, split, config.source_lang, config.target_lang,
+                                  config.data_dir)
+    pairs = sources.nonempty(pairs)
+    if limit:
+        pairs = pairs.take(limit)
+    sentences, references = [], []
+    for source, reference in pairs.as_numpy_iterator():
+        sentences.append(source.decode("utf-8"))
+        references.append(reference.decode("utf-8"))
+    return sentences, references
+
+
+def evaluate(translator, sentences, references, hypotheses_path=None, batch_size=64):
+    """Translates `sentences`, scores them, and writes the hypotheses one per line.
+
+    Returns the `score` dict plus "hypotheses" (list) and "hypotheses_path".
+    """
+    hypotheses, _ = translator.translate(sentences, batch_size=batch_size)
+    result = score(hypotheses, references)
+    if hypotheses_path:
+        os.makedirs(os.path.dirname(os.path.abspath(hypotheses_path)), exist_ok=True)
+        with open(hypotheses_path, "w", encoding="utf-8") as f:
+            f.writelines(h.replace("\n", " ") + "\n" for h in hypotheses)
+    result.update(hypotheses=hypotheses, hypotheses_path=hypotheses_path)
+    return result

@@ -1,0 +1,110 @@
+"""Strings in, translations out: tokenization, beam search and detokenization in one graph.
+
+`Translator.translate_strings` is the function that the exported SavedModel
+serves, and that evaluation and scripts/translate.py run, so all three give
+the same translations.
+
+Defined results for awkward input (the same in Python and in serving):
+- an empty or whitespace-only sentence translates to "" with score 0.0;
+- invalid UTF-8 bytes are replaced by U+FFFD before tokenization;
+- a sentence longer than `max_input_length` pieces is truncated to that
+  many pieces (EOS included) and translated;
+- a batch of zero sentences gives zero translations.
+Each sentence is decoded independently of the others in its batch (padding
+is masked and every sentence has its own length limit).
+
+Notation: B sentences, S source pieces.
+"""
+
+import sys
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from keras_transformer import decoding
+from keras_transformer.data.tokenizer import EOS_ID, PAD_ID
+
+
+class Translator(tf.Module):
+    """Translates batches of sentences with a trained Transformer.
+
+    Args:
+        model: a `Transformer`.
+        tokenizer: the run's `Tokenizer` (shared vocabulary).
+        beam_size, alpha: beam search settings (paper: 4 and 0.6); beam 1
+            with alpha 0 is greedy.
+        max_input_length: longer inputs are truncated to this many pieces.
+        extra_length: outputs have at most input length + this many pieces.
+    """
+
+    def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, max_input_length=256,
+                 extra_length=decoding.DEFAULT_EXTRA_LENGTH, name="translator"):
+        super().__init__(name=name)
+        decoding._check(beam_size, 1, alpha)
+        if int(max_input_length) < 2:
+            raise ValueError(f"max_input_length must be at least 2; got {max_input_length}.")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.beam_size = int(beam_size)
+        self.alpha = float(alpha)
+        self.max_input_length = int(max_input_length)
+        self.extra_length = int(extra_length)
+
+    def encode_sources(self, sentences):
+        """(B,) strings -> (B, S) int32 source ids: pieces (truncated) + EOS, PAD-padded."""
+        sentences = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="replace")
+        pieces = self.tokenizer.tokenize(sentences)[:, : self.max_input_length - 1]  # ragged (B, None)
+        eos = tf.fill([tf.shape(sentences)[0], 1], EOS_ID)
+        ids = tf.concat([pieces, eos], axis=1)
+        return ids.to_tensor(default_value=PAD_ID, shape=[None, None])
+
+    def translate_ids(self, source_ids):
+        """(B, S) source ids -> ((B, L) output ids ending in EOS then PAD, (B,) scores)."""
+        return decoding.beam_search_graph(
+            self.model, source_ids, self.beam_size, self.alpha, extra_length=self.extra_length
+        )
+
+    def translate_strings(self, sentences):
+        """(B,) strings -> ((B,) translations, (B,) float32 scores). Runs in-graph."""
+        sentences = tf.convert_to_tensor(sentences, tf.string)
+        blank = tf.equal(tf.strings.length(tf.strings.strip(sentences)), 0)  # (B,)
+        ids, scores = self.translate_ids(self.encode_sources(sentences))
+        translations = self.tokenizer.detokenize(ids)
+        translations = tf.where(blank, "", translations)
+        scores = tf.where(blank, 0.0, scores)
+        return translations, scores
+
+    def translate(self, sentences, batch_size=64, progress=True):
+        """Translates a Python list of str; returns (list of str, np.ndarray of scores).
+
+        Sentences are batched by length (fewer padded positions) and put back
+        in their original order. A progress line goes to stderr.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1; got {batch_size}.")
+        sentences = list(sentences)
+        function = self._compiled()
+        order = np.argsort([len(s) for s in sentences], kind="stable")
+        translations, scores = [None] * len(sentences), np.zeros(len(sentences), np.float32)
+        start = time.perf_counter()
+        for first in range(0, len(sentences), batch_size):
+            chunk = order[first : first + batch_size]
+            out, chunk_scores = function(tf.constant([sentences[i] for i in chunk], tf.string))
+            for i, text, score in zip(chunk, out.numpy(), chunk_scores.numpy()):
+                translations[i], scores[i] = text.decode("utf-8"), score
+            if progress:
+                done = min(first + batch_size, len(sentences))
+                rate = done / max(time.perf_counter() - start, 1e-9)
+                print(f"\rTranslated {done}/{len(sentences)} sentences ({rate:.1f}/s)", end="",
+                      file=sys.stderr, flush=True)
+        if progress and sentences:
+            print(file=sys.stderr)
+        return translations, scores
+
+    def _compiled(self):
+        if not hasattr(self, "_function"):
+            self._function = tf.function(
+                self.translate_strings, input_signature=[tf.TensorSpec([None], tf.string)]
+            )
+        return self._function
