@@ -16,59 +16,44 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 RUN_CONFIG_FILENAME = "run_config.json"
 
 
+def _field(default, help):
+    """A dataclass field whose help text is also the --help of its flag."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """Everything a training run needs; every field is a flag of scripts/train.py."""
 
-    # Data: a tfds name, PATH.tsv, or SOURCE_PATH,TARGET_PATH.
-    dataset: str = "numerals_en_de"
-    # Language keys of a tfds translation dataset (default: its supervised keys).
-    source_lang: str | None = None
-    target_lang: str | None = None
-    # Where tfds keeps prepared datasets (default: ~/tensorflow_datasets).
-    data_dir: str | None = None
-    # Shared SentencePiece vocabulary size (the paper: 37000 for WMT14 En-De).
-    vocab_size: int = 1000
-    # Pairs longer than this many pieces (either side) are left out of training.
-    max_length: int = 64
+    dataset: str = _field("numerals_en_de", 'Data: a tfds name, PATH.tsv, or SOURCE_PATH,TARGET_PATH.')
+    source_lang: str | None = _field(None, 'Source language key of a tfds translation dataset, e.g. en (default: its first supervised key).')
+    target_lang: str | None = _field(None, 'Target language key of a tfds translation dataset, e.g. de (default: its second supervised key).')
+    data_dir: str | None = _field(None, 'Where tfds keeps prepared datasets (default: ~/tensorflow_datasets).')
+    vocab_size: int = _field(1000, 'Shared SentencePiece vocabulary size (the paper: 37000 for WMT14 En-De).')
+    max_length: int = _field(64, 'Pairs longer than this many pieces (either side) are left out of training.')
 
-    # Model preset (tiny, small, base, big) of keras_transformer.presets.
-    preset: str = "small"
+    preset: str = _field("small", 'Model preset: tiny (tests), small (CPU), base or big (paper, Table 3).')
 
-    # tf.distribute strategy; multi_worker reads TF_CONFIG.
-    strategy: str = "default"
-    # Optimizer updates to run in total.
-    steps: int = 3000
-    # Tokens per side in one global batch, padding included (the paper: ~25000).
-    batch_tokens: int = 4096
-    # Accumulate gradients over this many batches per update.
-    grad_accum: int = 1
-    # Keras dtype policy; mixed_float16 gets dynamic loss scaling.
-    precision: str = "float32"
-    # Compile the train step with XLA.
-    jit_compile: bool = False
-    # Warm-up steps of the learning-rate schedule (the paper: 4000).
-    warmup_steps: int = 4000
-    # Multiplies the schedule (the paper: 1.0).
-    learning_rate_scale: float = 1.0
-    # Label smoothing epsilon (the paper: 0.1).
-    label_smoothing: float = 0.1
-    # Updates between checkpoints (and validation runs and backups).
-    checkpoint_every: int = 500
-    # Checkpoints kept on disk; the paper averages the last 5 (base) or 20 (big).
-    keep_checkpoints: int = 5
-    # Seed of weights initialisation and data shuffling.
-    seed: int = 0
+    strategy: str = _field("default", 'tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (reads TF_CONFIG), tpu.')
+    steps: int = _field(3000, 'Optimizer updates to run in total.')
+    batch_tokens: int = _field(4096, 'Tokens per side in one global batch, padding included (the paper: ~25000).')
+    grad_accum: int = _field(1, 'Accumulate gradients over this many batches per update.')
+    precision: str = _field("float32", 'Keras dtype policy: float32, mixed_bfloat16, or mixed_float16 (with dynamic loss scaling).')
+    jit_compile: bool = _field(False, 'Compile the train step with XLA.')
+    warmup_steps: int = _field(4000, 'Warm-up steps of the learning-rate schedule (the paper: 4000).')
+    learning_rate_scale: float = _field(1.0, 'Multiplies the schedule (the paper: 1.0).')
+    label_smoothing: float = _field(0.1, 'Label smoothing epsilon (the paper: 0.1).')
+    checkpoint_every: int = _field(500, 'Updates between checkpoints (and validation runs and backups).')
+    keep_checkpoints: int = _field(5, 'Checkpoints kept on disk; the paper averages the last 5 (base) or 20 (big).')
+    seed: int = _field(0, 'Seed of weights initialisation and data shuffling.')
 
-    # Decoding, for evaluation and export (the paper: beam 4, alpha 0.6, +50).
-    beam_size: int = 4
-    alpha: float = 0.6
-    max_output_extra: int = 50
+    beam_size: int = _field(4, 'Beam size for evaluation and export (the paper: 4).')
+    alpha: float = _field(0.6, 'Length penalty exponent of beam search (the paper: 0.6).')
+    max_output_extra: int = _field(50, 'Outputs may be at most input length + this many pieces (the paper: 50).')
 
-    # Checkpoints, backups, logs, vocabulary and run_config.json go here.
-    model_dir: str = "runs/numerals_en_de-small"
-    # Export a SavedModel to <export_dir>/<version>/ at the end (empty: no export).
-    export_dir: str = "saved_models/numerals_en_de"
+    model_dir: str = _field("runs/numerals_en_de-small", 'Checkpoints, the backup for resuming, TensorBoard logs, the vocabulary and run_config.json go here.')
+    export_dir: str = _field("saved_models/numerals_en_de", 'Export a SavedModel to <export_dir>/<version>/ at the end (empty: no export).')
+
 
     def __post_init__(self):
         presets.get_preset(self.preset)  # raises on unknown names
@@ -78,11 +63,6 @@ class RunConfig:
                      "vocab_size", "max_length", "warmup_steps", "beam_size"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}.")
-
-    @property
-    def epochs(self):
-        """Keras epochs: one per checkpoint interval (the last may be shorter; see training)."""
-        return -(-self.steps // self.checkpoint_every)
 
     def save(self, model_dir=None):
         path = os.path.join(model_dir or self.model_dir, RUN_CONFIG_FILENAME)

@@ -13,13 +13,15 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_transformer import checkpoints
+from keras_transformer import checkpoints, evaluation, export
+from keras_transformer.config import RunConfig
 from keras_transformer.data import pipeline, sources
 from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer, train_sentencepiece
 from keras_transformer.losses import LabelSmoothedCrossEntropy
 from keras_transformer.metrics import MaskedAccuracy
 from keras_transformer.model import Transformer
 from keras_transformer.schedule import TransformerSchedule
+from keras_transformer.translator import Translator
 
 
 def make_strategy(name):
@@ -185,3 +187,59 @@ def train(config, verbose="auto"):
         verbose=verbose,
     )
     return model, tokenizer, strategy, history
+
+
+def restore(model_dir, weights=None):
+    """(config, model, tokenizer) of a trained run, with its newest checkpoint
+    or the given `.weights.h5` file (for example averaged checkpoints)."""
+    config = RunConfig.load(model_dir)
+    tokenizer = Tokenizer(os.path.join(model_dir, TOKENIZER_FILENAME))
+    model = build_model(config, tokenizer.vocab_size)
+    if weights is None:
+        found = checkpoints.list_checkpoints(os.path.join(model_dir, "checkpoints"))
+        if not found:
+            raise FileNotFoundError(f"No checkpoints in {os.path.join(model_dir, 'checkpoints')!r}.")
+        weights = found[-1]
+    model.load_weights(weights)
+    return config, model, tokenizer
+
+
+def make_translator(config, model, tokenizer, beam_size=None, alpha=None):
+    """A Translator with the run's decoding settings (overridable)."""
+    return Translator(
+        model, tokenizer,
+        beam_size=config.beam_size if beam_size is None else beam_size,
+        alpha=config.alpha if alpha is None else alpha,
+        max_input_length=config.max_length,
+        extra_length=config.max_output_extra,
+    )
+
+
+def train_and_evaluate(config, examples=5):
+    """The main job: train (or resume), score the test split, export, show examples.
+
+    Returns a dict with the test scores, the hypotheses path and the export path.
+    """
+    start = time.perf_counter()
+    model, tokenizer, strategy, _ = train(config)
+    is_chief, _ = worker_role(strategy)
+    result = {"train_seconds": time.perf_counter() - start}
+    if not is_chief:
+        return result
+    translator = make_translator(config, model, tokenizer)
+    sentences, references = evaluation.read_split(config, "test")
+    scores = evaluation.evaluate(translator, sentences, references,
+                                 os.path.join(config.model_dir, "test.hypotheses.txt"))
+    print(f"\nTest set: {len(sentences)} sentences")
+    print(f"sacreBLEU {scores['bleu']:.2f}  ({scores['bleu_signature']})")
+    print(f"chrF      {scores['chrf']:.2f}  ({scores['chrf_signature']})")
+    print(f"Hypotheses written to {scores['hypotheses_path']}")
+    for source, hypothesis, reference in list(zip(sentences, scores["hypotheses"], references))[:examples]:
+        print(f"\n  source:    {source}\n  output:    {hypothesis}\n  reference: {reference}")
+    result.update({k: v for k, v in scores.items() if k != "hypotheses"})
+    if config.export_dir:
+        result["export_path"] = export.export_translator(translator, config.export_dir)
+        print(f"\nSavedModel exported to {result['export_path']}")
+    result["total_seconds"] = time.perf_counter() - start
+    print(f"Done in {result['total_seconds'] / 60:.1f} minutes.")
+    return result

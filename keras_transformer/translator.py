@@ -76,31 +76,8 @@ class Translator(tf.Module):
         return translations, scores
 
     def translate(self, sentences, batch_size=64, progress=True):
-        """Translates a Python list of str; returns (list of str, np.ndarray of scores).
-
-        Sentences are batched by length (fewer padded positions) and put back
-        in their original order. A progress line goes to stderr.
-        """
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1; got {batch_size}.")
-        sentences = list(sentences)
-        function = self._compiled()
-        order = np.argsort([len(s) for s in sentences], kind="stable")
-        translations, scores = [None] * len(sentences), np.zeros(len(sentences), np.float32)
-        start = time.perf_counter()
-        for first in range(0, len(sentences), batch_size):
-            chunk = order[first : first + batch_size]
-            out, chunk_scores = function(tf.constant([sentences[i] for i in chunk], tf.string))
-            for i, text, score in zip(chunk, out.numpy(), chunk_scores.numpy()):
-                translations[i], scores[i] = text.decode("utf-8"), score
-            if progress:
-                done = min(first + batch_size, len(sentences))
-                rate = done / max(time.perf_counter() - start, 1e-9)
-                print(f"\rTranslated {done}/{len(sentences)} sentences ({rate:.1f}/s)", end="",
-                      file=sys.stderr, flush=True)
-        if progress and sentences:
-            print(file=sys.stderr)
-        return translations, scores
+        """Translates a Python list of str; returns (list of str, np.ndarray of scores)."""
+        return translate_in_batches(self._compiled(), sentences, batch_size, progress)
 
     def _compiled(self):
         if not hasattr(self, "_function"):
@@ -108,3 +85,31 @@ class Translator(tf.Module):
                 self.translate_strings, input_signature=[tf.TensorSpec([None], tf.string)]
             )
         return self._function
+
+
+def translate_in_batches(function, sentences, batch_size=64, progress=True):
+    """Runs `function((B,) tf.string) -> (translations, scores)` over a list of str.
+
+    Sentences are batched by length (fewer padded positions) and put back in
+    their original order; a progress line goes to stderr. Returns
+    (list of str, np.ndarray of float32 scores).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1; got {batch_size}.")
+    sentences = list(sentences)
+    order = np.argsort([len(s) for s in sentences], kind="stable")
+    translations, scores = [None] * len(sentences), np.zeros(len(sentences), np.float32)
+    start = time.perf_counter()
+    for first in range(0, len(sentences), batch_size):
+        chunk = order[first : first + batch_size]
+        out, chunk_scores = function(tf.constant([sentences[i] for i in chunk], tf.string))
+        for i, text, score in zip(chunk, out.numpy(), chunk_scores.numpy()):
+            translations[i], scores[i] = text.decode("utf-8"), score
+        if progress:
+            done = min(first + batch_size, len(sentences))
+            rate = done / max(time.perf_counter() - start, 1e-9)
+            print(f"\rTranslated {done}/{len(sentences)} sentences ({rate:.1f}/s)", end="",
+                  file=sys.stderr, flush=True)
+    if progress and sentences:
+        print(file=sys.stderr)
+    return translations, scores

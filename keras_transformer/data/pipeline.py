@@ -100,6 +100,7 @@ def make_batches(
     seed=0,
     shuffle_buffer=200_000,
     input_context=None,
+    drop_remainder=None,
 ):
     """A tf.data pipeline of bucketed batches from a dataset of string pairs.
 
@@ -114,6 +115,8 @@ def make_batches(
         seed: int. Shuffle seed.
         shuffle_buffer: int. Pairs in the shuffle buffer.
         input_context: tf.distribute.InputContext; shards the pairs per input pipeline.
+        drop_remainder: bool. Drop each bucket's last partial batch; defaults
+            to `training`.
     """
     if input_context is not None and input_context.num_input_pipelines > 1:
         pairs = pairs.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -130,7 +133,7 @@ def make_batches(
         bucket_batch_sizes=bucket_batch_sizes(boundaries, batch_tokens),
         padding_values=_PADDING,
         pad_to_bucket_boundary=True,
-        drop_remainder=training,
+        drop_remainder=training if drop_remainder is None else drop_remainder,
     )
     if training:
         batches = batches.shuffle(64, seed=seed + 1)
