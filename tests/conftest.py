@@ -60,3 +60,35 @@ def functional_wrapper(layer, input_specs, call=None):
     inputs = [keras.Input(shape, dtype=dtype) for shape, dtype in input_specs]
     outputs = call(layer, *inputs) if call else layer(*inputs)
     return keras.Model(inputs, outputs)
+
+
+@pytest.fixture(scope="session")
+def small_corpus():
+    """2,000 built-in training pairs and 200 test pairs (generated, no download)."""
+    from keras_transformer.data import corpus
+
+    return corpus.generate("train", size=2000), corpus.generate("test", size=200)
+
+
+@pytest.fixture(scope="session")
+def tokenizer_path(small_corpus, tmp_path_factory):
+    """A 500-piece SentencePiece model file trained on the small corpus."""
+    from keras_transformer.data.tokenizer import train_sentencepiece
+
+    path = tmp_path_factory.mktemp("spm") / "sentencepiece.model"
+    train_pairs, _ = small_corpus
+    return train_sentencepiece((s for pair in train_pairs for s in pair), 500, str(path))
+
+
+@pytest.fixture
+def tokenizer(tokenizer_path):
+    """A Tokenizer per test: its eager op resource must outlive the seed reset above."""
+    from keras_transformer.data.tokenizer import Tokenizer
+
+    return Tokenizer(tokenizer_path)
+
+
+def write_tsv(path, pairs):
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(f"{s}\t{t}\n" for s, t in pairs)
+    return str(path)

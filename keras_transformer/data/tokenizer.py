@@ -27,8 +27,11 @@ def train_sentencepiece(sentences, vocab_size, output_path, max_sentences=2_000_
     max_sentences: at most this many sentences (sampled by sentencepiece) are used.
     Returns output_path.
     """
-    if int(vocab_size) < 8:
-        raise ValueError(f"vocab_size must be at least 8; got {vocab_size}.")
+    if int(vocab_size) < 300:
+        raise ValueError(
+            f"vocab_size must be at least 300 (256 byte pieces, the special ids and some "
+            f"characters); got {vocab_size}."
+        )
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     model = _ByteSink()
     spm.SentencePieceTrainer.train(
@@ -41,6 +44,9 @@ def train_sentencepiece(sentences, vocab_size, output_path, max_sentences=2_000_
         bos_id=BOS_ID,
         eos_id=EOS_ID,
         character_coverage=1.0,
+        # Characters never seen in training become UTF-8 byte pieces, not <unk>,
+        # so any text round-trips. Costs 256 vocabulary entries.
+        byte_fallback=True,
         input_sentence_size=int(max_sentences),
         shuffle_input_sentence=True,
         # Small corpora cannot always fill the requested vocabulary.
@@ -68,6 +74,10 @@ class _ByteSink:
 
 class Tokenizer(tf.Module):
     """In-graph SentencePiece tokenizer over one shared vocabulary.
+
+    Eager calls use an op resource that `tf.random.set_seed` (and so
+    `keras.utils.set_random_seed`) destroys; seed first, then create the
+    Tokenizer. Inside tf.data and tf.function the op is created per graph.
 
     Args:
         model_path: path of a SentencePiece `.model` file.

@@ -1,0 +1,27 @@
+import tensorflow as tf
+
+from keras_transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+
+def test_special_ids_are_fixed(tokenizer):
+    pieces = tokenizer._op.id_to_string(tf.constant([PAD_ID, UNK_ID, BOS_ID, EOS_ID])).numpy()
+    assert list(pieces) == [b"<pad>", b"<unk>", b"<s>", b"</s>"]
+
+
+def test_round_trips_ordinary_and_non_ascii_text(tokenizer):
+    texts = ["Ich habe gestern drei Äpfel gekauft.", "three hundred twenty-one",
+             "Weißwein, Gläser, Bücher: dreißig", "Ça coûte 5 € — 東京 ✓"]  # unseen characters too
+    ids = tokenizer.tokenize(tf.constant(texts))
+    assert [t.decode("utf-8") for t in tokenizer.detokenize(ids).numpy()] == texts
+
+
+def test_detokenize_stops_at_eos_and_ignores_padding(tokenizer):
+    ids = tokenizer.tokenize(tf.constant(["zwei Flaschen"])).to_tensor()
+    padded = tf.concat([[[BOS_ID]], ids, [[EOS_ID, 7, 8, PAD_ID]]], axis=1)
+    assert tokenizer.detokenize(padded).numpy()[0] == "zwei Flaschen".encode()
+
+
+def test_tokenizer_works_inside_tf_data(tokenizer):
+    ds = tf.data.Dataset.from_tensor_slices(["eins", "zwei"]).batch(2).map(tokenizer.tokenize)
+    (ids,) = list(ds)
+    assert ids.shape[0] == 2 and ids.dtype == tf.int32
