@@ -45,3 +45,40 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
 def paper_adam(schedule):
     """Adam with the paper's beta_1=0.9, beta_2=0.98, epsilon=1e-9."""
     return keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Evaluates `schedule` at the optimizer-update count under gradient accumulation.
+
+    With `gradient_accumulation_steps=k`, Keras 3 (checked on 3.15) calls the
+    learning-rate schedule with the micro-batch counter, which runs k times
+    faster than the update counter that Adam's bias correction uses; the
+    paper's 4000-update warm-up would end after 4000 / k updates. This wrapper
+    divides the counter by k.
+
+    Args:
+        schedule: a LearningRateSchedule.
+        accumulation_steps: int k, the optimizer's gradient_accumulation_steps.
+    """
+
+    def __init__(self, schedule, accumulation_steps):
+        if int(accumulation_steps) < 1:
+            raise ValueError(f"accumulation_steps must be at least 1; got {accumulation_steps}.")
+        self.schedule = schedule
+        self.accumulation_steps = int(accumulation_steps)
+
+    def __call__(self, step):
+        return self.schedule(ops.floor_divide(ops.cast(step, "int64"), self.accumulation_steps))
+
+    def get_config(self):
+        return {
+            "schedule": keras.saving.serialize_keras_object(self.schedule),
+            "accumulation_steps": self.accumulation_steps,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["schedule"] = keras.saving.deserialize_keras_object(config["schedule"])
+        return cls(**config)

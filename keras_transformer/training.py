@@ -20,7 +20,7 @@ from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer, trai
 from keras_transformer.losses import LabelSmoothedCrossEntropy
 from keras_transformer.metrics import MaskedAccuracy
 from keras_transformer.model import Transformer
-from keras_transformer.schedule import TransformerSchedule
+from keras_transformer.schedule import PerUpdateSchedule, TransformerSchedule
 from keras_transformer.translator import Translator
 
 
@@ -87,6 +87,8 @@ def build_model(config, vocab_size):
 def compile_model(model, config, metrics=()):
     """Adam(0.9, 0.98, 1e-9) on the warm-up schedule and the label-smoothed loss."""
     schedule = TransformerSchedule(model.d_model, config.warmup_steps, config.learning_rate_scale)
+    if config.grad_accum > 1:
+        schedule = PerUpdateSchedule(schedule, config.grad_accum)
     optimizer = keras.optimizers.Adam(
         schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9,
         gradient_accumulation_steps=config.grad_accum if config.grad_accum > 1 else None,

@@ -33,3 +33,12 @@ def test_config_round_trip_and_adam():
 def test_rejects_nonpositive_warmup():
     with pytest.raises(ValueError, match="warmup_steps=0"):
         kt.TransformerSchedule(d_model=512, warmup_steps=0)
+
+
+def test_per_update_schedule_counts_updates_not_micro_batches():
+    inner = kt.TransformerSchedule(d_model=512, warmup_steps=4000)
+    wrapped = kt.schedule.PerUpdateSchedule(inner, accumulation_steps=4)
+    for micro_step in (0, 3, 4, 17, 16003):
+        assert float(wrapped(micro_step)) == pytest.approx(float(inner(micro_step // 4)), rel=1e-6)
+    clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(wrapped))
+    assert float(clone(17)) == pytest.approx(float(wrapped(17)))

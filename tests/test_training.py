@@ -1,0 +1,178 @@
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import h5py
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_transformer as kt
+from keras_transformer import checkpoints, training
+from keras_transformer.config import RunConfig
+from tests.conftest import write_tsv
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN_SCRIPT = os.path.join(ROOT, "scripts", "train.py")
+
+
+def micro_batch(rng, rows, src_len, tgt_len, tokens_per_row):
+    """A batch in which every row has exactly `tokens_per_row` real target tokens."""
+    source = rng.integers(4, 29, size=(rows, src_len)).astype("int32")
+    target = rng.integers(4, 29, size=(rows, tgt_len + 1)).astype("int32")
+    target[:, tokens_per_row + 1:] = 0
+    source[:, rng.integers(2, src_len):] = 0
+    return (source, target[:, :-1]), target[:, 1:]
+
+
+def pad_concat(a, b):
+    """Concatenates two batches along rows, padding to the longer length."""
+    def join(x, y):
+        width = max(x.shape[1], y.shape[1])
+        pad = lambda z: np.pad(z, ((0, 0), (0, width - z.shape[1])))  # noqa: E731
+        return np.concatenate([pad(x), pad(y)])
+    (sa, ta), oa = a
+    (sb, tb), ob = b
+    return (join(sa, sb), join(ta, tb)), join(oa, ob)
+
+
+def run_updates(batches, grad_accum):
+    keras.utils.set_random_seed(0)
+    model = kt.Transformer.from_preset("tiny", vocab_size=29, dropout=0.0)
+    model.build()
+    config = RunConfig(preset="tiny", grad_accum=grad_accum, warmup_steps=10)
+    training.compile_model(model, config)
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature=((tf.TensorSpec([None, None], tf.int32),) * 2, tf.TensorSpec([None, None], tf.int32)),
+    )
+    # Keras 3.15 counts one extra optimizer iteration per epoch on datasets of
+    # unknown cardinality (weights are unaffected), so declare it.
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(batches)))
+    model.fit(dataset, epochs=1, verbose=0)
+    return model, {w.path.split("/", 1)[1]: np.asarray(w) for w in model.weights}
+
+
+def test_gradient_accumulation_equals_one_step_on_the_concatenation():
+    rng = np.random.default_rng(1)
+    # Four micro-batches of different shapes and padding, each with 12 real target tokens.
+    micro = [micro_batch(rng, 2, 7, 9, 6), micro_batch(rng, 3, 5, 4, 4),
+             micro_batch(rng, 4, 9, 6, 3), micro_batch(rng, 1, 11, 12, 12)]
+    accumulated, weights_a = run_updates(micro, grad_accum=2)
+    concatenated, weights_b = run_updates([pad_concat(micro[0], micro[1]), pad_concat(micro[2], micro[3])], 1)
+    assert int(accumulated.optimizer.iterations) == int(concatenated.optimizer.iterations) == 2
+    initial = run_updates([], 1)[1]
+    assert sum(np.abs(weights_b[n] - initial[n]).sum() for n in initial) > 1e-2
+    compared = 0
+    for name in weights_b:
+        if name.endswith("key/bias"):
+            # Its true gradient is 0 (softmax ignores a per-query constant); Adam
+            # scales the float rounding noise up to learning-rate-sized steps.
+            continue
+        # Updates are ~5e-3 per step; a wrong schedule or normalisation moves every
+        # element by ~1e-2, while Adam amplifies rounding in near-zero gradients to ~1e-5.
+        np.testing.assert_allclose(weights_a[name], weights_b[name], rtol=0, atol=1e-4, err_msg=name)
+        compared += 1
+    assert compared > 30
+
+
+def test_unknown_choices_exit_2_and_list_the_valid_ones():
+    result = subprocess.run([sys.executable, TRAIN_SCRIPT, "--precision", "float8"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "invalid choice: 'float8' (choose from 'float32', 'mixed_bfloat16', 'mixed_float16')" in result.stderr
+    result = subprocess.run([sys.executable, TRAIN_SCRIPT, "--steps", "10", "--checkpoint-every", "3"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "steps must be a multiple of checkpoint_every" in result.stderr
+
+
+def test_help_explains_every_flag():
+    result = subprocess.run([sys.executable, TRAIN_SCRIPT, "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    for field in RunConfig.__dataclass_fields__.values():
+        flag = "--" + field.name.replace("_", "-")
+        assert flag in result.stdout
+        assert field.metadata["help"].split()[0] in result.stdout, flag
+
+
+def train_command(tsv, model_dir, steps, every, extra=()):
+    return [sys.executable, TRAIN_SCRIPT, "--dataset", tsv, "--preset", "tiny", "--vocab-size", "300",
+            "--max-length", "32", "--batch-tokens", "256", "--steps", str(steps), "--checkpoint-every", str(every),
+            "--warmup-steps", "20", "--model-dir", model_dir, "--export-dir", "", "--keep-checkpoints", "100",
+            "--beam-size", "1", *extra]
+
+
+def optimizer_iterations(path):
+    with h5py.File(path, "r") as f:
+        return int(np.asarray(f["optimizer/vars/0"]))
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step(small_corpus, tmp_path):
+    train, _ = small_corpus
+    tsv = write_tsv(tmp_path / "corpus.tsv", train[:600])
+    model_dir = str(tmp_path / "run")
+    command = train_command(tsv, model_dir, steps=600, every=50)
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    metadata = os.path.join(model_dir, "backup", "training_metadata.json")
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if os.path.exists(metadata) and json.load(open(metadata))["epoch"] >= 2:
+            break
+        assert first.poll() is None, "the run finished before it could be killed"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    backed_up_epoch = json.load(open(metadata))["epoch"]
+    assert 2 <= backed_up_epoch < 12
+    ckpt_dir = os.path.join(model_dir, "checkpoints")
+    before = {p: os.path.getmtime(p) for p in checkpoints.list_checkpoints(ckpt_dir)[:backed_up_epoch]}
+
+    second = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    epochs = [line for line in second.stdout.splitlines() if line.startswith("Epoch ")]
+    assert epochs[0] == f"Epoch {backed_up_epoch + 1}/12", epochs[:2]
+    found = checkpoints.list_checkpoints(ckpt_dir)
+    assert os.path.basename(found[-1]) == "ckpt-00012.weights.h5"
+    assert optimizer_iterations(found[-1]) == 600
+    # The resumed run continued the optimizer state, and did not redo earlier epochs.
+    assert optimizer_iterations(found[backed_up_epoch]) == 50 * (backed_up_epoch + 1)
+    assert {p: os.path.getmtime(p) for p in before} == before
+    assert "sacreBLEU" in second.stdout
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_workers_on_localhost_end_with_identical_weights(small_corpus, tmp_path):
+    train, _ = small_corpus
+    tsv = write_tsv(tmp_path / "corpus.tsv", train[:300])
+    model_dir = str(tmp_path / "run")
+    ports = [free_port(), free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    processes = []
+    for index in range(2):
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
+        processes.append(subprocess.Popen(
+            train_command(tsv, model_dir, steps=6, every=3, extra=("--strategy", "multi_worker")),
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [p.communicate(timeout=900)[0] for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    chief = checkpoints.list_checkpoints(os.path.join(model_dir, "checkpoints"))[-1]
+    other = checkpoints.list_checkpoints(os.path.join(model_dir, "workers", "1", "checkpoints"))[-1]
+    assert optimizer_iterations(chief) == optimizer_iterations(other) == 6
+    with h5py.File(chief, "r") as a, h5py.File(other, "r") as b:
+        names = []
+        a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) and n.startswith("layers") else None)
+        assert len(names) > 10
+        for name in names:
+            np.testing.assert_array_equal(a[name][()], b[name][()], err_msg=name)
+    assert "sacreBLEU" in outputs[0] and "sacreBLEU" not in outputs[1]
