@@ -188,6 +188,9 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
             [top_ids[:, :, : step + 1], top_tokens[:, :, None], top_ids[:, :, step + 2 :]], axis=2
         )  # (B, 2K, L+1): token written at step + 1
         ended = tf.equal(top_tokens, EOS_ID)  # (B, 2K)
+        # Only EOS candidates ranked within the top K end a hypothesis (as in
+        # fairseq); lower-ranked ones are dropped. With K = 1 this is greedy.
+        finishes = tf.logical_and(ended, tf.range(2 * k)[None, :] < k)  # (B, 2K)
 
         # Live: the best K that did not end.
         live_scores = tf.where(ended, NEG_INF, top_log_probs)
@@ -198,10 +201,10 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
 
         # Finished: merge those that ended now with the kept ones; keep the best K.
         penalty = length_penalty(step + 1, alpha)
-        new_finished_scores = tf.where(ended, top_log_probs / penalty, NEG_INF)  # (B, 2K)
+        new_finished_scores = tf.where(finishes, top_log_probs / penalty, NEG_INF)  # (B, 2K)
         all_ids = tf.concat([finished_ids, top_ids], axis=1)  # (B, 3K, L+1)
         all_scores = tf.concat([finished_scores, new_finished_scores], axis=1)  # (B, 3K)
-        all_flags = tf.concat([finished_flags, ended], axis=1)  # (B, 3K)
+        all_flags = tf.concat([finished_flags, finishes], axis=1)  # (B, 3K)
         finished_scores, finished_pick = tf.math.top_k(all_scores, k=k)  # (B, K)
         finished_ids = tf.gather(all_ids, finished_pick, batch_dims=1)
         finished_flags = tf.gather(all_flags, finished_pick, batch_dims=1)

@@ -92,3 +92,19 @@ def write_tsv(path, pairs):
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(f"{s}\t{t}\n" for s, t in pairs)
     return str(path)
+
+
+def varied_tiny_model(vocab=TINY_VOCAB, seed=0):
+    """A random tiny Transformer whose outputs vary from step to step.
+
+    With tied embeddings a random model mostly repeats its previous token
+    (the residual stream carries that token's own embedding); an untied
+    output projection gives varied sequences, so decoding tests compare
+    something non-trivial.
+    """
+    import keras_transformer as kt
+
+    keras.utils.set_random_seed(seed)
+    model = kt.Transformer.from_preset("tiny", vocab_size=vocab, tie_embeddings=False)
+    model.build()
+    return model

@@ -100,7 +100,7 @@ def test_help_explains_every_flag():
 
 
 def train_command(tsv, model_dir, steps, every, extra=()):
-    return [sys.executable, TRAIN_SCRIPT, "--dataset", tsv, "--preset", "tiny", "--vocab-size", "300",
+    return [sys.executable, TRAIN_SCRIPT, "--dataset", tsv, "--preset", "tiny", "--vocab-size", "400",
             "--max-length", "32", "--batch-tokens", "256", "--steps", str(steps), "--checkpoint-every", str(every),
             "--warmup-steps", "20", "--model-dir", model_dir, "--export-dir", "", "--keep-checkpoints", "100",
             "--beam-size", "1", *extra]

@@ -34,6 +34,21 @@ def train_sentencepiece(sentences, vocab_size, output_path, max_sentences=2_000_
         )
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     model = _ByteSink()
+    try:
+        _train(sentences, vocab_size, model, max_sentences)
+    except RuntimeError as error:
+        raise ValueError(
+            f"SentencePiece could not train a vocabulary of {vocab_size} pieces: "
+            f"{str(error).split(']')[-1].strip()}"
+        ) from None
+    tmp_path = output_path + ".tmp"
+    with open(tmp_path, "wb") as f:
+        f.write(model.getvalue())
+    os.replace(tmp_path, output_path)  # atomic: a killed run never leaves half a model
+    return output_path
+
+
+def _train(sentences, vocab_size, model, max_sentences):
     spm.SentencePieceTrainer.train(
         sentence_iterator=(s for s in sentences if s),
         model_writer=model,
@@ -54,11 +69,6 @@ def train_sentencepiece(sentences, vocab_size, output_path, max_sentences=2_000_
         minloglevel=2,
         num_threads=os.cpu_count() or 1,
     )
-    tmp_path = output_path + ".tmp"
-    with open(tmp_path, "wb") as f:
-        f.write(model.getvalue())
-    os.replace(tmp_path, output_path)  # atomic: a killed run never leaves half a model
-    return output_path
 
 
 class _ByteSink:

@@ -25,3 +25,13 @@ def test_tokenizer_works_inside_tf_data(tokenizer):
     ds = tf.data.Dataset.from_tensor_slices(["eins", "zwei"]).batch(2).map(tokenizer.tokenize)
     (ids,) = list(ds)
     assert ids.shape[0] == 2 and ids.dtype == tf.int32
+
+
+def test_too_small_a_vocabulary_is_a_clear_error(tmp_path):
+    import pytest
+
+    from keras_transformer.data.tokenizer import train_sentencepiece
+
+    text = ["".join(chr(0x4E00 + i) for i in range(j, j + 40)) for j in range(0, 400, 40)]
+    with pytest.raises(ValueError, match="could not train a vocabulary of 300 pieces: Vocabulary size is smaller"):
+        train_sentencepiece(text, 300, str(tmp_path / "m.model"))
