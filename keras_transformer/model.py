@@ -5,6 +5,7 @@ D model width, V vocabulary.
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_transformer import masks, presets
@@ -197,6 +198,25 @@ class Transformer(keras.Model):
             logits = ops.cast(self.output_projection(hidden), "float32")  # (B, T, V)
         return logits if len(outputs) == 1 else (logits,) + tuple(outputs[1:])
 
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras 3 (checked on 3.15) builds the compiled loss, metrics and
+        # optimizer from the first batch, which under a tf.distribute strategy
+        # it first averages across replicas with a collective reduce. That
+        # fails when replicas hold bucketed batches of different shapes (always
+        # possible with token-bucketed data), and it spends a batch. Every
+        # shape here is known from the ids' rank alone, so build from a
+        # one-row dummy batch instead (symbolically: no step runs).
+        if iterator is not None and self._distribute_strategy is not None:
+            ids = tf.ones((1, 2), tf.int32)
+            return super()._maybe_symbolic_build(data_batch=((ids, ids), ids))
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def train_step(self, data):
+        return _reducible_logs(super().train_step(data))
+
+    def test_step(self, data):
+        return _reducible_logs(super().test_step(data))
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -216,3 +236,18 @@ class Transformer(keras.Model):
             }
         )
         return config
+
+
+def _reducible_logs(logs):
+    """Step logs that Keras can reduce under MultiWorkerMirroredStrategy.
+
+    In multi-worker mode Keras 3 (checked on 3.15) reduces every log value
+    with `strategy.reduce("MEAN", value, axis=0)`, which fails on the scalar
+    metric results every step returns. Shape [1] reduces to the same scalar.
+    """
+    strategy = tf.distribute.get_strategy()
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+        strategy.extended._in_multi_worker_mode()
+    ):
+        return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+    return logs

@@ -108,3 +108,35 @@ def varied_tiny_model(vocab=TINY_VOCAB, seed=0):
     model = kt.Transformer.from_preset("tiny", vocab_size=vocab, tie_embeddings=False)
     model.build()
     return model
+
+
+@pytest.fixture(scope="session")
+def tiny_run_dir(tmp_path_factory, tokenizer_path, small_corpus):
+    """A model directory as scripts/train.py writes it: run_config.json, the
+    vocabulary and one checkpoint of an untrained tiny model."""
+    import shutil
+
+    from keras_transformer import training
+    from keras_transformer.config import RunConfig
+    from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer
+
+    directory = tmp_path_factory.mktemp("run")
+    train, test = small_corpus
+    tsv = write_tsv(directory / "corpus.tsv", train[:300] + test[:40])
+    config = RunConfig(dataset=tsv, preset="tiny", vocab_size=500, max_length=32, model_dir=str(directory),
+                       export_dir="")
+    config.save()
+    shutil.copyfile(tokenizer_path, directory / TOKENIZER_FILENAME)
+    keras.utils.set_random_seed(0)
+    model = training.build_model(config, Tokenizer(tokenizer_path).vocab_size)
+    (directory / "checkpoints").mkdir()
+    model.save_weights(str(directory / "checkpoints" / "ckpt-00001.weights.h5"))
+    return str(directory)
+
+
+@pytest.fixture
+def translator(tiny_run_dir):
+    from keras_transformer import training
+
+    config, model, tokenizer = training.restore(tiny_run_dir)
+    return training.make_translator(config, model, tokenizer)
