@@ -206,3 +206,28 @@ def plot_attention_main(argv=None):
     for path in attention_plot.plot_cross_attention(translator, args.sentence, args.output_dir):
         print(path)
     return 0
+
+
+def benchmark_main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="benchmark.py",
+        description="Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
+        "and a keras-hub model of the same size), cached against uncached beam search, and optionally the "
+        "padding efficiency of bucketed batches on a corpus. Ratios carry the claims.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--preset", default="base", choices=sorted(presets.PRESETS), help="Model size to time.")
+    parser.add_argument("--vocab-size", type=int, default=37000, help="Vocabulary of the timed models.")
+    parser.add_argument("--batch-tokens", type=int, default=4096, help="Target tokens per training batch.")
+    parser.add_argument("--length", type=int, default=32, help="Tokens per sentence in the training batches.")
+    parser.add_argument("--train-steps", type=int, default=5, help="Timed training steps per model.")
+    parser.add_argument("--decode-batch", type=int, default=8, help="Sentences per beam search batch.")
+    parser.add_argument("--output-length", type=int, default=40, help="Output pieces per decoded sentence.")
+    parser.add_argument("--corpus", default=None, help="A TSV corpus for the padding-efficiency figure.")
+    parser.add_argument("--skip-training", action="store_true", help="Leave out the training figures.")
+    args = parser.parse_args(argv)
+    from keras_transformer import benchmark  # noqa: PLC0415
+
+    benchmark.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
+                            args.decode_batch, args.output_length, args.corpus, args.skip_training)
+    return 0

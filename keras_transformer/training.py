@@ -105,8 +105,8 @@ def compile_model(model, config, metrics=()):
 class Throughput(keras.callbacks.Callback):
     """Adds `tokens_per_sec` (non-padding target tokens) and `sec_per_step` to the logs.
 
-    It reads the token count that `MaskedAccuracy` already keeps, so it costs
-    no extra metric. Keras' progress bar, which runs after it, shows both.
+    It reads the token count that `MaskedAccuracy` keeps, so it costs no extra
+    metric. Keras' progress bar, which runs after it, shows both.
     """
 
     def __init__(self, accuracy_metric, every=10):
@@ -119,7 +119,7 @@ class Throughput(keras.callbacks.Callback):
         self._figures = {"tokens_per_sec": 0.0, "sec_per_step": 0.0}
 
     def on_train_batch_end(self, batch, logs=None):
-        tokens = float(self.accuracy_metric.count.numpy())
+        tokens = float(self.accuracy_metric.tokens.numpy())
         now = time.perf_counter()
         if self._start is None:
             self._start, self._start_batch, self._start_tokens = now, batch, tokens

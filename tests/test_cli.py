@@ -85,7 +85,7 @@ def test_attention_weights_are_distributions_over_real_source_pieces(translator)
         np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["train", "translate", "evaluate", "export", "average_checkpoints",
+@pytest.mark.parametrize("name", ["train", "translate", "evaluate", "export", "average_checkpoints", "benchmark",
                                   "plot_attention"])
 def test_every_script_explains_its_flags(name):
     result = script(name, "--help")

@@ -60,6 +60,9 @@ def test_masked_accuracy_counts_real_tokens_only():
     predictions[2, :, 4] = 1  # 4 of 5 right in row 2 (last label is 2)
     metric.update_state(LABELS, predictions)
     assert float(metric.result()) == pytest.approx(6 / 9)
+    assert float(metric.tokens) == 9
+    metric.update_state(LABELS[1:2], predictions[1:2])  # one more token, wrong
+    assert float(metric.result()) == pytest.approx(6 / 10) and float(metric.tokens) == 10
 
 
 def test_rejects_bad_smoothing():
