@@ -23,11 +23,10 @@ def _flag(name):
 
 
 def _train_parser():
-    parser = argparse.ArgumentParser(
-        prog="train.py",
-        description="Train a Transformer (resuming from its backup if one exists), score the test split "
+    parser = _parser(
+        "train.py",
+        "Train a Transformer (resuming from its backup if one exists), score the test split "
         "with sacreBLEU and export a SavedModel. With no flags: the small preset on the built-in corpus.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     for field in dataclasses.fields(run_config.RunConfig):
         help_text = field.metadata.get("help", "")
@@ -68,6 +67,22 @@ def train_main(argv=None):
     return 0
 
 
+def _parser(prog, description):
+    return argparse.ArgumentParser(prog=prog, description=description,
+                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+
+
+def _restored_translator(parser, args):
+    """(config, Translator) for --model-dir/--weights/--beam-size/--alpha; exits 1 with a message on failure."""
+    from keras_transformer import training  # noqa: PLC0415
+
+    try:
+        config, model, tokenizer = training.restore(args.model_dir, args.weights)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    return config, training.make_translator(config, model, tokenizer, args.beam_size, args.alpha)
+
+
 def _decoding_flags(parser):
     parser.add_argument("--beam-size", type=int, default=None, help="Beam size (default: the run's, 4).")
     parser.add_argument("--alpha", type=float, default=None, help="Length penalty exponent (default: the run's, 0.6).")
@@ -76,10 +91,9 @@ def _decoding_flags(parser):
 
 
 def translate_main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="translate.py",
-        description="Translate sentences, one per line, from a file or stdin to stdout.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    parser = _parser(
+        "translate.py",
+        "Translate sentences, one per line, from a file or stdin to stdout.",
     )
     parser.add_argument("--model", required=True,
                         help="A training model directory (with run_config.json) or an exported SavedModel "
@@ -103,11 +117,10 @@ def translate_main(argv=None):
 
 
 def evaluate_main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="evaluate.py",
-        description="Decode a split and print sacreBLEU (detokenized, with its signature), chrF, and the path "
+    parser = _parser(
+        "evaluate.py",
+        "Decode a split and print sacreBLEU (detokenized, with its signature), chrF, and the path "
         "of the written hypotheses.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--model-dir", required=True, help="The training model directory.")
     parser.add_argument("--split", default="test", help="Split of the run's dataset: train, validation or test.")
@@ -119,11 +132,10 @@ def evaluate_main(argv=None):
                         help="Hypotheses file (default: <model-dir>/<split>.hypotheses.txt).")
     _decoding_flags(parser)
     args = parser.parse_args(argv)
-    from keras_transformer import evaluation, training  # noqa: PLC0415
+    from keras_transformer import evaluation  # noqa: PLC0415
 
+    config, translator = _restored_translator(parser, args)
     try:
-        config, model, tokenizer = training.restore(args.model_dir, args.weights)
-        translator = training.make_translator(config, model, tokenizer, args.beam_size, args.alpha)
         sentences, references = evaluation.read_split(config, args.split, args.dataset, args.limit)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"evaluate.py: error: {error}\n")
@@ -136,32 +148,26 @@ def evaluate_main(argv=None):
 
 
 def export_main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="export.py",
-        description="Export a trained model as a TF Serving SavedModel to <output>/<next version>/.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    parser = _parser(
+        "export.py",
+        "Export a trained model as a TF Serving SavedModel to <output>/<next version>/.",
     )
     parser.add_argument("--model-dir", required=True, help="The training model directory.")
     parser.add_argument("--output", required=True, help="The model base path, e.g. saved_models/NAME.")
     _decoding_flags(parser)
     args = parser.parse_args(argv)
-    from keras_transformer import export, training  # noqa: PLC0415
+    from keras_transformer import export  # noqa: PLC0415
 
-    try:
-        config, model, tokenizer = training.restore(args.model_dir, args.weights)
-    except (FileNotFoundError, ValueError) as error:
-        parser.exit(1, f"export.py: error: {error}\n")
-    path = export.export_translator(training.make_translator(config, model, tokenizer, args.beam_size, args.alpha),
-                                    args.output)
+    _, translator = _restored_translator(parser, args)
+    path = export.export_translator(translator, args.output)
     print(path)
     return 0
 
 
 def average_main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="average_checkpoints.py",
-        description="Average the weights of the last N checkpoints of a run (the paper: 5 for base, 20 for big).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    parser = _parser(
+        "average_checkpoints.py",
+        "Average the weights of the last N checkpoints of a run (the paper: 5 for base, 20 for big).",
     )
     parser.add_argument("--model-dir", required=True, help="The training model directory.")
     parser.add_argument("--last", type=int, default=5, help="How many of the newest checkpoints to average.")
@@ -185,36 +191,30 @@ def average_main(argv=None):
 
 
 def plot_attention_main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="plot_attention.py",
-        description="Translate one sentence and save encoder-decoder attention heatmaps, one PNG per layer "
+    parser = _parser(
+        "plot_attention.py",
+        "Translate one sentence and save encoder-decoder attention heatmaps, one PNG per layer "
         "with a panel per head.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--model-dir", required=True, help="The training model directory.")
     parser.add_argument("--sentence", required=True, help="The source sentence.")
     parser.add_argument("--output-dir", default="attention", help="Where the PNG files go.")
     _decoding_flags(parser)
     args = parser.parse_args(argv)
-    from keras_transformer import attention_plot, training  # noqa: PLC0415
+    from keras_transformer import attention_plot  # noqa: PLC0415
 
-    try:
-        config, model, tokenizer = training.restore(args.model_dir, args.weights)
-    except (FileNotFoundError, ValueError) as error:
-        parser.exit(1, f"plot_attention.py: error: {error}\n")
-    translator = training.make_translator(config, model, tokenizer, args.beam_size, args.alpha)
+    _, translator = _restored_translator(parser, args)
     for path in attention_plot.plot_cross_attention(translator, args.sentence, args.output_dir):
         print(path)
     return 0
 
 
 def benchmark_main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="benchmark.py",
-        description="Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
+    parser = _parser(
+        "benchmark.py",
+        "Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
         "and a keras-hub model of the same size), cached against uncached beam search, and optionally the "
         "padding efficiency of bucketed batches on a corpus. Ratios carry the claims.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--preset", default="base", choices=sorted(presets.PRESETS), help="Model size to time.")
     parser.add_argument("--vocab-size", type=int, default=37000, help="Vocabulary of the timed models.")
