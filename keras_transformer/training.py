@@ -24,6 +24,32 @@ from keras_transformer.schedule import PerUpdateSchedule, TransformerSchedule
 from keras_transformer.translator import Translator
 
 
+def resolve_precision(precision, cpu_flags=None, gpu_capabilities=None):
+    """The dtype policy for --precision; "auto" picks mixed_bfloat16 where
+    bfloat16 matmuls are native (CPU flags avx512_bf16 or amx_bf16, or every
+    GPU at compute capability 8.0 or above), and float32 elsewhere.
+
+    cpu_flags / gpu_capabilities: for tests; read from the machine by default.
+    """
+    if precision != "auto":
+        return precision
+    if gpu_capabilities is None:
+        gpu_capabilities = [
+            tf.config.experimental.get_device_details(gpu).get("compute_capability", (0, 0))
+            for gpu in tf.config.list_physical_devices("GPU")
+        ]
+    if gpu_capabilities:
+        return "mixed_bfloat16" if min(gpu_capabilities) >= (8, 0) else "float32"
+    if cpu_flags is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpu_flags = f.read()
+        except OSError:
+            cpu_flags = ""
+    native = "avx512_bf16" in cpu_flags or "amx_bf16" in cpu_flags
+    return "mixed_bfloat16" if native else "float32"
+
+
 def make_strategy(name):
     """The tf.distribute strategy called `name` (see config.STRATEGIES)."""
     if name == "default":
@@ -79,7 +105,7 @@ def load_tokenizer(config, directory=None):
 
 def build_model(config, vocab_size):
     """The preset's Transformer over the shared vocabulary, built."""
-    model = Transformer.from_preset(config.preset, vocab_size=vocab_size, dtype=config.precision)
+    model = Transformer.from_preset(config.preset, vocab_size=vocab_size, dtype=resolve_precision(config.precision))
     model.build()
     return model
 
@@ -155,7 +181,9 @@ def train(config, verbose="auto"):
             f"checkpoint_every={config.checkpoint_every}."
         )
     keras.utils.set_random_seed(config.seed)
-    keras.config.set_dtype_policy(config.precision)
+    precision = resolve_precision(config.precision)
+    print(f"Precision: {precision}" + (" (auto)" if config.precision == "auto" else ""), flush=True)
+    keras.config.set_dtype_policy(precision)
     strategy = make_strategy(config.strategy)
     directory = worker_dir(config, strategy)
     os.makedirs(directory, exist_ok=True)

@@ -176,3 +176,12 @@ def test_two_workers_on_localhost_end_with_identical_weights(small_corpus, tmp_p
         for name in names:
             np.testing.assert_array_equal(a[name][()], b[name][()], err_msg=name)
     assert "sacreBLEU" in outputs[0] and "sacreBLEU" not in outputs[1]
+
+
+def test_auto_precision_uses_bfloat16_only_where_it_is_native():
+    assert training.resolve_precision("float32") == "float32"
+    assert training.resolve_precision("auto", cpu_flags="fpu avx2 avx512f", gpu_capabilities=[]) == "float32"
+    assert training.resolve_precision("auto", cpu_flags="avx512f avx512_bf16", gpu_capabilities=[]) == "mixed_bfloat16"
+    assert training.resolve_precision("auto", cpu_flags="amx_bf16", gpu_capabilities=[]) == "mixed_bfloat16"
+    assert training.resolve_precision("auto", cpu_flags="", gpu_capabilities=[(8, 0), (9, 0)]) == "mixed_bfloat16"
+    assert training.resolve_precision("auto", cpu_flags="avx512_bf16", gpu_capabilities=[(7, 0)]) == "float32"
