@@ -183,7 +183,6 @@ def train(config, verbose="auto"):
     keras.utils.set_random_seed(config.seed)
     precision = resolve_precision(config.precision)
     print(f"Precision: {precision}" + (" (auto)" if config.precision == "auto" else ""), flush=True)
-    keras.config.set_dtype_policy(precision)
     strategy = make_strategy(config.strategy)
     directory = worker_dir(config, strategy)
     os.makedirs(directory, exist_ok=True)

@@ -84,7 +84,7 @@ def test_gradient_accumulation_equals_one_step_on_the_concatenation():
 def test_unknown_choices_exit_2_and_list_the_valid_ones():
     result = subprocess.run([sys.executable, TRAIN_SCRIPT, "--precision", "float8"], capture_output=True, text=True)
     assert result.returncode == 2
-    assert "invalid choice: 'float8' (choose from 'float32', 'mixed_bfloat16', 'mixed_float16')" in result.stderr
+    assert "invalid choice: 'float8' (choose from 'auto', 'float32', 'mixed_bfloat16', 'mixed_float16')" in result.stderr
     result = subprocess.run([sys.executable, TRAIN_SCRIPT, "--steps", "10", "--checkpoint-every", "3"],
                             capture_output=True, text=True)
     assert result.returncode == 1 and "steps must be a multiple of checkpoint_every" in result.stderr
@@ -185,3 +185,15 @@ def test_auto_precision_uses_bfloat16_only_where_it_is_native():
     assert training.resolve_precision("auto", cpu_flags="amx_bf16", gpu_capabilities=[]) == "mixed_bfloat16"
     assert training.resolve_precision("auto", cpu_flags="", gpu_capabilities=[(8, 0), (9, 0)]) == "mixed_bfloat16"
     assert training.resolve_precision("auto", cpu_flags="avx512_bf16", gpu_capabilities=[(7, 0)]) == "float32"
+
+
+def test_mixed_float16_gets_dynamic_loss_scaling_and_trains():
+    config = RunConfig(preset="tiny", precision="mixed_float16", warmup_steps=10)
+    model = training.compile_model(training.build_model(config, 29), config)
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert keras.config.dtype_policy().name == "float32"  # no global side effect
+    batch = micro_batch(np.random.default_rng(0), 4, 6, 6, 5)
+    before = [np.asarray(w) for w in model.trainable_weights]
+    loss = model.train_on_batch(*batch)
+    assert np.isfinite(loss)
+    assert any(np.abs(np.asarray(w) - b).max() > 0 for w, b in zip(model.trainable_weights, before))
