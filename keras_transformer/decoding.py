@@ -44,7 +44,8 @@ def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
     """
     limits = source_lengths(source_ids) + extra
     if max_length is not None:
-        limits = tf.minimum(limits, max_length)
+        # A constant loop length gives the loop state static shapes (for XLA).
+        return tf.minimum(limits, max_length), tf.constant(int(max_length))
     # max(..., 1): an empty batch still gives valid (if unused) shapes.
     return limits, tf.maximum(tf.reduce_max(limits), 1)
 
@@ -100,29 +101,25 @@ def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length):
 
     Returns (B, loop_length) int32: the tokens, EOS included, then PAD.
     """
-    ids = tf.fill([batch_size, loop_length + 1], PAD_ID)  # position 0 holds BOS
-    ids = tf.concat([tf.fill([batch_size, 1], BOS_ID), ids[:, 1:]], axis=1)
+    ids = tf.concat(
+        [tf.fill([batch_size, 1], BOS_ID), tf.fill([batch_size, loop_length], PAD_ID)], axis=1
+    )  # (B, L+1): BOS, then the outputs
     finished = tf.zeros([batch_size], tf.bool)
 
     def cond(step, ids, finished, cache):
         return tf.logical_and(step < loop_length, tf.logical_not(tf.reduce_all(finished)))
 
     def body(step, ids, finished, cache):
-        logits, cache = tokens_to_logits(ids[:, step : step + 1], cache, step)  # (B, V)
+        logits, cache = tokens_to_logits(ids[:, step][:, None], cache, step)  # (B, V); size known to XLA
         next_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
         next_ids = tf.where(step + 1 >= limits, EOS_ID, next_ids)  # the length limit forces EOS
         next_ids = tf.where(finished, PAD_ID, next_ids)
-        ids = _write_column(ids, step + 1, next_ids)
+        at_next = tf.equal(tf.range(loop_length + 1), step + 1)  # (L+1,): a select keeps shapes static for XLA
+        ids = tf.where(at_next[None, :], next_ids[:, None], ids)
         return step + 1, ids, tf.logical_or(finished, tf.equal(next_ids, EOS_ID)), cache
 
     _, ids, _, _ = tf.while_loop(cond, body, (tf.constant(0), ids, finished, cache))
     return ids[:, 1:]
-
-
-def _write_column(ids, column, values):
-    """ids[:, column] = values, for a (B, L) tensor."""
-    transposed = tf.tensor_scatter_nd_update(tf.transpose(ids), [[column]], values[None, :])
-    return tf.transpose(transposed)
 
 
 # ------------------------------------------------------------------ beam search
@@ -184,9 +181,8 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
         top_log_probs, top_indices = tf.math.top_k(candidates, k=2 * k)  # (B, 2K)
         top_beams, top_tokens = top_indices // vocab, top_indices % vocab  # (B, 2K)
         top_ids = tf.gather(alive_ids, top_beams, batch_dims=1)  # (B, 2K, L+1)
-        top_ids = tf.concat(
-            [top_ids[:, :, : step + 1], top_tokens[:, :, None], top_ids[:, :, step + 2 :]], axis=2
-        )  # (B, 2K, L+1): token written at step + 1
+        at_next = tf.equal(tf.range(loop_length + 1), step + 1)  # (L+1,): a select keeps shapes static for XLA
+        top_ids = tf.where(at_next[None, None, :], top_tokens[:, :, None], top_ids)  # (B, 2K, L+1)
         ended = tf.equal(top_tokens, EOS_ID)  # (B, 2K)
         # Only EOS candidates ranked within the top K end a hypothesis (as in
         # fairseq); lower-ranked ones are dropped. With K = 1 this is greedy.

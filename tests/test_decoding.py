@@ -111,3 +111,14 @@ def test_bad_arguments_are_named():
         decoding.beam_search(model, SOURCE, beam_size=2, n_best=3)
     with pytest.raises(ValueError, match="beam_size must be at least 1; got 0"):
         decoding.beam_search(model, SOURCE, beam_size=0)
+
+
+@pytest.mark.parametrize("search", ["greedy", "beam"])
+def test_searches_compile_with_xla_and_agree_with_the_graph(model, search):
+    def run(ids):
+        if search == "greedy":
+            return decoding.greedy_search_graph(model, ids, max_length=12)
+        return decoding.beam_search_graph(model, ids, beam_size=4, alpha=0.6, max_length=12)[0]
+
+    xla = tf.function(run, jit_compile=True)(tf.constant(SOURCE))
+    np.testing.assert_array_equal(xla, tf.function(run)(tf.constant(SOURCE)))
