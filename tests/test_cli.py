@@ -1,6 +1,7 @@
 """The scripts, run as a user runs them, on a tiny model directory."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -97,3 +98,42 @@ def test_every_script_explains_its_flags(name):
     for flag in set(f.rstrip(",") for f in flags):
         entry = options.split(flag, 1)[1].split("\n  --", 1)[0]
         assert len(entry.split()) >= 2, f"{name}: {flag} has no help"
+
+
+def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(small_corpus, tmp_path):
+    from tests.conftest import write_tsv
+
+    train, _ = small_corpus
+    path = write_tsv(tmp_path / "c.tsv", train[:300])
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("no tab on this line\n")
+    result = script("train", "--dataset", path, "--inspect-data", "--vocab-size", "400",
+                    "--model-dir", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "dataset:                " + path + " (train)" in result.stdout
+    assert "pairs read:             285" in result.stdout  # 15 of 301 lines held out, 1 without a TAB
+    kept = int(re.search(r"^pairs kept: +(\d+)$", result.stdout, re.M).group(1))
+    assert re.search(rf"^batches: +\d+ \({kept} pairs\)$", result.stdout, re.M)  # every kept pair is batched
+    assert "  no TAB: 1" in result.stdout and "padding efficiency:" in result.stdout
+    assert "distinct batch shapes:" in result.stdout
+    missing = script("train", "--dataset", str(tmp_path / "missing.tsv"), "--model-dir", str(tmp_path / "r2"))
+    assert missing.returncode == 1 and "missing.tsv' does not exist" in missing.stderr
+    unknown = script("train", "--dataset", "no_such_corpus_xyz", "--model-dir", str(tmp_path / "r3"))
+    assert unknown.returncode == 1 and "Unknown dataset 'no_such_corpus_xyz'" in unknown.stderr
+
+
+def test_benchmark_figures_are_consistent(small_corpus, tmp_path):
+    from keras_transformer import benchmark
+    from tests.conftest import write_tsv
+
+    train, _ = small_corpus
+    corpus = write_tsv(tmp_path / "c.tsv", train[:400])
+    lines = []
+    figures = benchmark.run_benchmark(preset="tiny", vocab_size=300, batch_tokens=256, length=16, train_steps=1,
+                                      decode_batch=2, output_length=6, corpus=corpus, report=lines.append)
+    assert figures["decode_cached_vs_uncached"] == pytest.approx(
+        figures["decode_cached_sentences_per_s"] / figures["decode_uncached_sentences_per_s"])
+    assert figures["float32_vs_keras_hub"] == pytest.approx(
+        figures["train_float32_tokens_per_s"] / figures["train_keras_hub_float32_tokens_per_s"])
+    assert 0 < figures["naive_padding_efficiency"] < figures["padding_efficiency"] <= 1
+    assert len(lines) == 8 and lines[-1].startswith("5. padding efficiency")

@@ -6,8 +6,10 @@ from keras_transformer.data import pipeline, sources
 def inspect_data(config, tokenizer, split="train"):
     """One pass over `split`: counts, skips by reason, batches, padding efficiency.
 
-    Batches are made exactly as for training (same buckets and budget, full
-    batches only) but without shuffling or repeating. The baseline is naive
+    Batches are made as for training (same buckets and budget) but without
+    shuffling or repeating, and each bucket's last partial batch is kept.
+    Training drops partial batches, so it sees one shape per padded length:
+    that count is the "distinct batch shapes". The baseline is naive
     batching: as many pairs per batch as the bucketed batches hold on
     average, in corpus order, padded to each batch's longest pair.
     Returns the summary as a dict.
@@ -20,8 +22,7 @@ def inspect_data(config, tokenizer, split="train"):
         skipped["empty side"] = skipped.get("empty side", 0) + empty
     if over_long:
         skipped[f"over-long (> {config.max_length} pieces)"] = over_long
-    batches = pipeline.make_batches(pairs, tokenizer, config.batch_tokens, config.max_length, training=False,
-                                    drop_remainder=True)
+    batches = pipeline.make_batches(pairs, tokenizer, config.batch_tokens, config.max_length, training=False)
     stats = pipeline.batch_stats(batches)
     naive_size = max(1, round(stats.pairs / max(stats.batches, 1)))
     naive = pipeline.batch_stats(pipeline.naive_batches(pairs, tokenizer, config.max_length, naive_size))
@@ -34,12 +35,12 @@ def inspect_data(config, tokenizer, split="train"):
         "vocab_size": tokenizer.vocab_size,
         "batch_tokens": config.batch_tokens,
         "batches": stats.batches,
-        "pairs_in_full_batches": stats.pairs,
+        "pairs_in_batches": stats.pairs,
         "largest_batch_tokens": stats.max_batch_tokens,
         "padding_efficiency": stats.padding_efficiency,
         "naive_batch_size": naive_size,
         "naive_padding_efficiency": naive.padding_efficiency,
-        "distinct_batch_shapes": len(stats.shapes),
+        "distinct_batch_shapes": len({source_shape[1] for source_shape, _ in stats.shapes}),
         "buckets": len(pipeline.bucket_boundaries(config.max_length)),
     }
 
@@ -57,7 +58,7 @@ def format_summary(summary):
     lines += [
         f"vocabulary size:        {summary['vocab_size']}",
         f"token budget per batch: {summary['batch_tokens']} per side (largest batch: {summary['largest_batch_tokens']})",
-        f"batches:                {summary['batches']} ({summary['pairs_in_full_batches']} pairs in full batches)",
+        f"batches:                {summary['batches']} ({summary['pairs_in_batches']} pairs)",
         f"padding efficiency:     {summary['padding_efficiency']:.3f} "
         f"(naive batches of {summary['naive_batch_size']}: {summary['naive_padding_efficiency']:.3f})",
         f"distinct batch shapes:  {summary['distinct_batch_shapes']} (buckets: {summary['buckets']})",
