@@ -68,7 +68,8 @@ def train_main(argv=None):
 
 
 def _parser(prog, description):
-    return argparse.ArgumentParser(prog=prog, description=description,
+    # allow_abbrev=False: a misspelt or shortened flag is an error, not a guess.
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False,
                                    formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
 
