@@ -80,14 +80,9 @@ def _train_throughput(model, batch, steps):
 
 
 def ours(config, vocab_size, precision):
-    keras.config.set_dtype_policy(precision)
-    try:
-        model = Transformer(vocab_size=vocab_size, **{k: v for k, v in dataclasses.asdict(config).items()},
-                            dtype=precision)
-        model.build()
-        return _compile(model, config.d_model)
-    finally:
-        keras.config.set_dtype_policy("float32")
+    model = Transformer(vocab_size=vocab_size, dtype=precision, **dataclasses.asdict(config))
+    model.build()
+    return _compile(model, config.d_model)
 
 
 def keras_hub_equivalent(config, vocab_size, precision="float32"):

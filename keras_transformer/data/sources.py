@@ -117,15 +117,6 @@ def local_split(pairs, split, held_out=1000):
     return pairs[len(pairs) - held_out:]
 
 
-def tfds_languages(name, data_dir=None):
-    """The (source, target) language keys of a tfds translation dataset, by its supervised keys."""
-    builder = tfds.builder(name, data_dir=data_dir)
-    keys = builder.info.supervised_keys
-    if not keys or len(keys) != 2:
-        raise ValueError(f"tfds dataset {name!r} has no (source, target) supervised keys; pass the languages.")
-    return tuple(keys)
-
-
 def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, held_out=1000):
     """(tf.data.Dataset of (source, target) tf.string pairs, ReadStats).
 
