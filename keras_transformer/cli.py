@@ -58,6 +58,7 @@ def train_main(argv=None):
         if inspect:
             from keras_transformer.data.inspect import format_summary, inspect_data  # noqa: PLC0415
 
+            training.prepare_model_dir(config)  # the vocabulary it trains is kept for training
             print(format_summary(inspect_data(config, training.load_tokenizer(config))))
             return 0
         training.train_and_evaluate(config)

@@ -8,12 +8,28 @@ rebuild exactly the model that was trained.
 import dataclasses
 import json
 import os
+import re
 
 from keras_transformer import presets
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 RUN_CONFIG_FILENAME = "run_config.json"
+# A run in a model directory can only be resumed with these unchanged.
+RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset")
+
+
+def is_local_dataset(spec):
+    """True for `PATH.tsv`, `SOURCE_PATH,TARGET_PATH` or an existing file; else a tfds name."""
+    return spec.endswith(".tsv") or "," in spec or os.path.exists(spec)
+
+
+def dataset_slug(spec):
+    """A folder name for a dataset spec: `wmt14_translate/de-en` ->
+    `wmt14_translate_de-en`, `data/corpus.tsv` -> `corpus`, `a.en,a.de` -> `a`."""
+    if is_local_dataset(spec):
+        spec = os.path.splitext(os.path.basename(spec.split(",")[0]))[0]
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec).strip("_.") or "dataset"
 
 
 def _field(default, help):
@@ -58,9 +74,8 @@ class RunConfig:
     alpha: float = _field(0.6, 'Length penalty exponent of beam search (the paper: 0.6).')
     max_output_extra: int = _field(50, 'Outputs may be at most input length + this many pieces (the paper: 50).')
 
-    model_dir: str = _field("runs/numerals_en_de-small", 'Checkpoints, the backup for resuming, TensorBoard logs, the vocabulary and run_config.json go here.')
-    export_dir: str = _field("saved_models/numerals_en_de", 'Export a SavedModel to <export_dir>/<version>/ at the end (empty: no export).')
-
+    model_dir: str | None = _field(None, 'Checkpoints, the backup for resuming, TensorBoard logs, the vocabulary and run_config.json go here (default: runs/<dataset>-<preset>, e.g. runs/numerals_en_de-small).')
+    export_dir: str | None = _field(None, 'Export a SavedModel to <export_dir>/<version>/ at the end (default: saved_models/<dataset>, e.g. saved_models/numerals_en_de; empty: no export).')
 
     def __post_init__(self):
         presets.get_preset(self.preset)  # raises on unknown names
@@ -70,6 +85,24 @@ class RunConfig:
                      "vocab_size", "max_length", "warmup_steps", "beam_size"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}.")
+        # Each dataset and preset gets its own folders, so a run on another
+        # corpus never resumes (or overwrites) the main job's.
+        if self.model_dir is None:
+            object.__setattr__(self, "model_dir", os.path.join("runs", f"{dataset_slug(self.dataset)}-{self.preset}"))
+        if self.export_dir is None:
+            object.__setattr__(self, "export_dir", os.path.join("saved_models", dataset_slug(self.dataset)))
+
+    def check_resumes(self, previous):
+        """Raises ValueError if this run cannot continue `previous` (the run
+        already in the model directory): it names the settings that differ
+        among those that fix the vocabulary and the weights' shapes."""
+        changed = [f"--{name.replace('_', '-')} {getattr(previous, name)!r} -> {getattr(self, name)!r}"
+                   for name in RESUME_MUST_MATCH if getattr(previous, name) != getattr(self, name)]
+        if changed:
+            raise ValueError(
+                f"{self.model_dir!r} holds a run with other settings ({'; '.join(changed)}); "
+                "pass another --model-dir, or delete that folder to start over."
+            )
 
     def save(self, model_dir=None):
         path = os.path.join(model_dir or self.model_dir, RUN_CONFIG_FILENAME)

@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 
 from keras_transformer import checkpoints, evaluation, export
-from keras_transformer.config import RunConfig
+from keras_transformer.config import RUN_CONFIG_FILENAME, RunConfig
 from keras_transformer.data import pipeline, sources
 from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer, train_sentencepiece
 from keras_transformer.losses import LabelSmoothedCrossEntropy
@@ -82,6 +82,17 @@ def worker_dir(config, strategy):
     """The chief writes to model_dir; other workers to a private folder inside it."""
     is_chief, task_id = worker_role(strategy)
     return config.model_dir if is_chief else os.path.join(config.model_dir, "workers", str(task_id))
+
+
+def prepare_model_dir(config, directory=None):
+    """Creates the run's folder and writes run_config.json into it. A folder
+    that already holds a run must hold one this config can resume
+    (`RunConfig.check_resumes`); otherwise this raises ValueError and
+    touches nothing."""
+    directory = directory or config.model_dir
+    if os.path.exists(os.path.join(directory, RUN_CONFIG_FILENAME)):
+        config.check_resumes(RunConfig.load(directory))
+    config.save(directory)
 
 
 def load_tokenizer(config, directory=None):
@@ -184,9 +195,9 @@ def train(config, verbose="auto"):
     precision = resolve_precision(config.precision)
     print(f"Precision: {precision}" + (" (auto)" if config.precision == "auto" else ""), flush=True)
     strategy = make_strategy(config.strategy)
+    print(f"Strategy: {config.strategy}, {strategy.num_replicas_in_sync} replica(s) in sync", flush=True)
     directory = worker_dir(config, strategy)
-    os.makedirs(directory, exist_ok=True)
-    config.save(directory)
+    prepare_model_dir(config, directory)
     tokenizer = load_tokenizer(config, directory)
 
     def train_pairs():

@@ -116,6 +116,9 @@ def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(smal
     assert re.search(rf"^batches: +\d+ \({kept} pairs\)$", result.stdout, re.M)  # every kept pair is batched
     assert "  no TAB: 1" in result.stdout and "padding efficiency:" in result.stdout
     assert "distinct batch shapes:" in result.stdout
+    # Inspection wrote that folder's vocabulary, so it cannot become another run's.
+    other = script("train", "--dataset", path, "--vocab-size", "500", "--model-dir", str(tmp_path / "run"))
+    assert other.returncode == 1 and "(--vocab-size 400 -> 500)" in other.stderr, other.stderr[-2000:]
     missing = script("train", "--dataset", str(tmp_path / "missing.tsv"), "--model-dir", str(tmp_path / "r2"))
     assert missing.returncode == 1 and "missing.tsv' does not exist" in missing.stderr
     unknown = script("train", "--dataset", "no_such_corpus_xyz", "--model-dir", str(tmp_path / "r3"))

@@ -17,6 +17,7 @@ import os
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from keras_transformer.config import is_local_dataset
 from keras_transformer.data import builtin_dataset  # noqa: F401  (registers the tfds builder)
 
 DEFAULT_DATASET = builtin_dataset.NAME
@@ -31,10 +32,6 @@ class ReadStats:
 
     def skip(self, reason, count=1):
         self.skipped[reason] += count
-
-
-def is_local(spec):
-    return spec.endswith(".tsv") or "," in spec or os.path.exists(spec)
 
 
 def _decode(raw, stats):
@@ -125,7 +122,7 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, h
     For a local corpus without separate splits, see `local_split`.
     """
     stats = ReadStats()
-    if is_local(spec):
+    if is_local_dataset(spec):
         pairs = local_split(_local_pairs(spec, stats), split, held_out)
         if not pairs:
             raise ValueError(f"No usable sentence pairs in {spec!r} for split {split!r}.")
