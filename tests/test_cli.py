@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import pytest
 import sacrebleu
-import tensorflow as tf
 
 from keras_transformer import attention_plot, export
 

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import decoding, export
+from tests.helpers.serving_double import SessionModel
 
 SENTENCES = ["It is half past seven.", "My brother bought two apples yesterday.", "three hundred twenty-one"]
 
@@ -65,18 +66,17 @@ def test_session_loader_answers_a_serialized_predict_request(exported, translato
     request.inputs["sentences"].CopyFrom(tf.make_tensor_proto(SENTENCES, dtype=tf.string))
     request = predict_pb2.PredictRequest.FromString(request.SerializeToString())  # as it crosses the wire
 
-    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], exported)
-        signature = meta_graph.signature_def[request.model_spec.signature_name]
-        feeds = {signature.inputs[k].name: tf.make_ndarray(v) for k, v in request.inputs.items()}
-        fetches = {k: v.name for k, v in signature.outputs.items()}
-        outputs = session.run(fetches, feeds)
+    model = SessionModel(os.path.dirname(exported))  # the newest version, as the model server picks it
+    inputs = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+    outputs = model.run(request.model_spec.signature_name, inputs)
+    model.close()
     response = predict_pb2.PredictResponse()
     for key, value in outputs.items():
         response.outputs[key].CopyFrom(tf.make_tensor_proto(value))
+    response = predict_pb2.PredictResponse.FromString(response.SerializeToString())
     translations = [t.decode("utf-8") for t in tf.make_ndarray(response.outputs["translations"])]
     assert translations == in_process(translator, SENTENCES)[0]
-    assert set(meta_graph.signature_def) >= {"serving_default", "translate_ids"}
+    assert set(model.signatures) >= {"serving_default", "translate_ids"}
 
 
 def test_saved_model_cli_lists_both_signatures(exported):

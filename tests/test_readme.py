@@ -1,47 +1,170 @@
-"""Every `python scripts/...` command in the README parses with that script's
-real argument parser, so renamed or removed flags cannot rot there."""
+"""The README, run.
+
+Every shell command in README.md runs word for word in bash, and every
+Python block runs, in a folder laid out like a user's checkout: `scripts/`,
+and a `python` on PATH that is tests/helpers/readme_python.py (it mocks tfds
+datasets, splits the CPU for `--strategy mirrored`, and appends flags that
+scale paper-sized runs down; see there). `docker run` is the one command
+checked rather than run: there is no Docker engine here. The main job's line
+is run by tests/test_main_job.py, and the test command by CI itself.
+
+`test_every_readme_command_and_block_is_run` fails when the README gains a
+command or block that no test runs.
+"""
 
 import argparse
+import ast
+import json
 import os
 import re
 import shlex
+import shutil
+import socket
+import subprocess
+import sys
 
+import h5py
+import numpy as np
 import pytest
 
 from keras_transformer import cli
 from keras_transformer.config import RunConfig
+from tests.conftest import write_tsv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+READMES_PYTHON = os.path.join(ROOT, "tests", "helpers", "readme_python.py")
 MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": cli.evaluate_main,
          "export": cli.export_main, "average_checkpoints": cli.average_main,
          "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main}
 
+# What runs each README command (matched by regular expression) and block.
+COMMANDS_RUN_BY = {
+    r"^pip install -e \. && python scripts/train\.py$": "tests/test_main_job.py",
+    r'^pip install -e "\.\[test\]" && python -m pytest$': ".ci/run",
+    r"^python scripts/train\.py --dataset corpus\.tsv --inspect-data$": "test_inspect_data_command",
+    r"^python scripts/train\.py --dataset wmt14_translate/de-en .*--strategy mirrored": "test_wmt_recipe",
+    r"^python scripts/average_checkpoints\.py ": "test_wmt_recipe",
+    r"^python scripts/evaluate\.py ": "test_wmt_recipe",
+    r"^python scripts/export\.py ": "test_wmt_recipe",
+    r"^TF_CONFIG=.* python scripts/train\.py --strategy multi_worker ": "test_multi_worker_command",
+    r"^echo .* \| python scripts/translate\.py ": "test_translate_commands",
+    r"^python scripts/translate\.py ": "test_translate_commands",
+    r"^docker run ": "test_serving_commands",
+    r"^curl ": "test_serving_commands",
+    r"^python scripts/plot_attention\.py ": "test_plot_attention_command",
+    r"^python scripts/benchmark\.py ": "test_benchmark_command",
+}
+BLOCKS_RUN_BY = {
+    "kt.Transformer.from_preset": "test_python_api_blocks",
+    "decoding.greedy_search": "test_python_api_blocks",
+    'tfds.load("numerals_en_de"': "test_builtin_corpus_block",
+    "PredictionServiceStub": "test_serving_commands",
+}
+TINY_SCALE = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "1024", "--steps", "6",
+              "--checkpoint-every", "1"]
+
+
+def readme_blocks(language):
+    text = open(README, encoding="utf-8").read()
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
 
 def readme_commands():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    """The shell commands, one string each, with `\\` continuations joined."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        joined = block.replace("\\\n", " ")
-        for line in joined.splitlines():
-            for part in line.split("|"):
-                match = re.search(r"python scripts/(\w+)\.py(.*)", part)
-                if match:
-                    args = shlex.split(match.group(2).split(">")[0].split("&&")[0])
-                    commands.append((match.group(1), args))
+    for block in readme_blocks("bash"):
+        for line in re.sub(r"\\\n\s*", "", block).splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                commands.append(line.strip())
     return commands
+
+
+def readme_command(pattern):
+    matches = [c for c in readme_commands() if re.search(pattern, c)]
+    assert len(matches) == 1, (pattern, matches)
+    return matches[0]
+
+
+def readme_block(marker):
+    matches = [b for b in readme_blocks("python") if marker in b]
+    assert len(matches) == 1, (marker, matches)
+    return matches[0]
+
+
+def script_invocations():
+    """(script name, argv) for each `python scripts/NAME.py ...` in the commands."""
+    found = []
+    for command in readme_commands():
+        for part in command.split("|"):
+            match = re.search(r"python scripts/(\w+)\.py(.*)", part)
+            if match:
+                found.append((match.group(1), shlex.split(match.group(2).split(">")[0].split("&&")[0])))
+    return found
+
+
+def make_checkout(root):
+    """A folder like a user's checkout: scripts/ and, on PATH, the README's `python`."""
+    checkout = root / "checkout"
+    (checkout / "bin").mkdir(parents=True)
+    (checkout / "scripts").symlink_to(os.path.join(ROOT, "scripts"))
+    shim = checkout / "bin" / "python"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{READMES_PYTHON}" "$@"\n')
+    shim.chmod(0o755)
+    return checkout
+
+
+def bash(checkout, command, timeout=900, **env):
+    """Runs one README command in the checkout; the result, after checking it succeeded."""
+    environment = dict(os.environ, PATH=f"{checkout / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                       TF_CPP_MIN_LOG_LEVEL="2", **env)
+    environment.pop("TF_CONFIG", None)
+    result = subprocess.run(["bash", "-c", command], cwd=checkout, capture_output=True, text=True,
+                            timeout=timeout, env=environment)
+    assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def weights_by_name(path):
+    """{dataset path: array} of a .weights.h5 file, optimizer state left out."""
+    arrays = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: arrays.__setitem__(name, obj[()])
+                     if isinstance(obj, h5py.Dataset) and not name.startswith("optimizer") else None)
+    return arrays
+
+
+def test_every_readme_command_and_block_is_run():
+    commands, blocks = readme_commands(), readme_blocks("python")
+    for command in commands:
+        owners = [p for p in COMMANDS_RUN_BY if re.search(p, command)]
+        assert len(owners) == 1, f"no single test runs this README command: {command!r} ({owners})"
+    for pattern in COMMANDS_RUN_BY:
+        assert any(re.search(pattern, c) for c in commands), f"no README command matches {pattern!r}"
+    for block in blocks:
+        owners = [m for m in BLOCKS_RUN_BY if m in block]
+        assert len(owners) == 1, f"no single test runs this README block:\n{block}"
+    assert len(blocks) == len(BLOCKS_RUN_BY)
+    for owner in list(COMMANDS_RUN_BY.values()) + list(BLOCKS_RUN_BY.values()):
+        assert owner in globals() or os.path.exists(os.path.join(ROOT, owner)), owner
+    ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read()
+    assert "test-command" in ci  # .ci/run runs the README's test command line
 
 
 class Parsed(Exception):
     pass
 
 
-def test_the_readme_has_commands_for_every_script():
-    assert {name for name, _ in readme_commands()} >= {"train", "translate", "evaluate", "export",
-                                                       "average_checkpoints", "plot_attention", "benchmark"}
-
-
-@pytest.mark.parametrize("name,args", readme_commands(), ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize("name,args", script_invocations(), ids=lambda v: v if isinstance(v, str) else None)
 def test_readme_command_parses(name, args, monkeypatch):
+    """Each command's flags, through that script's real parser (fast; the
+    tests below also run them)."""
     original = argparse.ArgumentParser.parse_args
 
     def parse_then_stop(self, argv=None, namespace=None):
@@ -54,3 +177,242 @@ def test_readme_command_parses(name, args, monkeypatch):
     if name == "train":
         values.pop("inspect_data")
         RunConfig(**values)  # raises on invalid values
+
+
+@pytest.fixture(scope="module")
+def trained_checkout(tmp_path_factory, tiny_run_dir):
+    """A checkout after the main job, with a tiny model in its places:
+    runs/numerals_en_de-small and saved_models/numerals_en_de/1."""
+    from keras_transformer import export, training
+
+    checkout = make_checkout(tmp_path_factory.mktemp("user"))
+    shutil.copytree(tiny_run_dir, checkout / "runs" / "numerals_en_de-small")
+    config, model, tokenizer = training.restore(tiny_run_dir)
+    export.export_translator(training.make_translator(config, model, tokenizer),
+                             str(checkout / "saved_models" / "numerals_en_de"))
+    return checkout
+
+
+SENTENCES = ["It is half past seven.", "three hundred twenty-one", "Yesterday, my brother bought two apples."]
+
+
+def test_translate_commands(trained_checkout, translator):
+    from_stdin = readme_command(r"^echo .* \| python scripts/translate\.py ")
+    sentence = re.match(r'^echo "(.*)" \|', from_stdin).group(1)
+    expected, _ = translator.translate([sentence] + SENTENCES, progress=False)
+    assert bash(trained_checkout, from_stdin).stdout == expected[0] + "\n"
+
+    from_file = readme_command(r"^python scripts/translate\.py ")
+    (trained_checkout / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    bash(trained_checkout, from_file)
+    assert (trained_checkout / "translations.txt").read_text(encoding="utf-8") == "\n".join(expected[1:]) + "\n"
+
+
+def test_plot_attention_command(trained_checkout):
+    command = readme_command(r"^python scripts/plot_attention\.py ")
+    printed = bash(trained_checkout, command).stdout.split()
+    assert printed == ["attention/layer_0.png", "attention/layer_1.png"]  # the tiny preset: 2 decoder layers
+    for path in printed:
+        assert (trained_checkout / path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_inspect_data_command(tmp_path, small_corpus):
+    checkout = make_checkout(tmp_path)
+    train, _ = small_corpus
+    write_tsv(checkout / "corpus.tsv", train[:400])
+    out = bash(checkout, readme_command(r"--inspect-data$"),
+               KT_TEST_SCALE=json.dumps({"train.py": ["--vocab-size", "400"]})).stdout
+    assert re.search(r"^pairs read: +380$", out, re.M)  # 20 of 400 held out for validation and test
+    assert re.search(r"^padding efficiency: ", out, re.M)
+    assert json.load(open(checkout / "runs" / "corpus-small" / "run_config.json"))["dataset"] == "corpus.tsv"
+    assert (checkout / "runs" / "corpus-small" / "sentencepiece.model").exists()
+
+
+def test_serving_commands(trained_checkout, translator):
+    from tests.helpers.serving_double import ServingDouble
+
+    docker, curl = readme_command(r"^docker run "), readme_command(r"^curl ")
+    client = readme_block("PredictionServiceStub")
+    # What `docker run` relies on: the mounted folder holds numbered versions,
+    # and the model name and ports are the ones the clients use.
+    host_path, name = re.search(r'-v "\$PWD/([^:]+):/models/([^"]+)"', docker).groups()
+    assert re.search(rf"-e MODEL_NAME={name}\b", docker) and "-p 8500:8500" in docker and "-p 8501:8501" in docker
+    versions = [v for v in os.listdir(trained_checkout / host_path) if v.isdigit()]
+    assert versions and all((trained_checkout / host_path / v / "saved_model.pb").exists() for v in versions)
+    assert f"http://localhost:8501/v1/models/{name}:predict" in curl
+    assert f'request.model_spec.name = "{name}"' in client and '"localhost:8500"' in client
+
+    sentence = json.loads(re.search(r"-d '(.*?)'", curl).group(1))["instances"][0]
+    (expected,), (score,) = translator.translate([sentence], progress=False)
+    with ServingDouble(name, str(trained_checkout / host_path)) as server:
+        rest = bash(trained_checkout, curl.replace("localhost:8501", f"localhost:{server.rest_port}"))
+        (prediction,) = json.loads(rest.stdout)["predictions"]
+        assert prediction["translations"] == expected
+        assert prediction["scores"] == pytest.approx(score, abs=1e-4)
+        grpc_client = subprocess.run(
+            [sys.executable, "-c", client.replace("localhost:8500", f"localhost:{server.grpc_port}")],
+            capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert grpc_client.returncode == 0, grpc_client.stderr[-3000:]
+    assert ast.literal_eval(grpc_client.stdout.strip().splitlines()[-1]) == [expected]
+
+
+@pytest.mark.slow
+def test_benchmark_command(tmp_path, small_corpus):
+    checkout = make_checkout(tmp_path)
+    command = readme_command(r"^python scripts/benchmark\.py ")
+    corpus_path = re.search(r"--corpus (\S+)", command).group(1)
+    train, _ = small_corpus
+    os.makedirs(os.path.dirname(checkout / corpus_path))
+    write_tsv(checkout / corpus_path, train[:400])  # the README's corpus path, with a small stand-in
+    scale = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "256", "--length", "16",
+             "--train-steps", "1", "--decode-batch", "2", "--output-length", "6"]
+    out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"benchmark.py": scale})).stdout
+    lines = [line for line in out.splitlines() if re.match(r"^[1-5]\. ", line)]
+    assert [line[:2] for line in lines] == ["1.", "2.", "2.", "2.", "3.", "4.", "5."]
+    bucketed, naive = map(float, re.search(r"bucketed (\d\.\d+), naive (\d\.\d+)", lines[-1]).groups())
+    assert 0 < naive < bucketed <= 1
+
+
+@pytest.mark.slow
+def test_wmt_recipe(tmp_path):
+    """The paper's recipe as the README gives it, on 64 mock WMT14 pairs per
+    split, two CPU replicas and a tiny model: train with MirroredStrategy,
+    average the last 5 checkpoints, evaluate and export with the average."""
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    from keras_transformer import checkpoints, evaluation, training
+
+    checkout = make_checkout(tmp_path)
+    env = {"KT_TEST_MOCK_TFDS": "64", "KT_TEST_LOGICAL_CPUS": "2",
+           "KT_TEST_SCALE": json.dumps({"train.py": TINY_SCALE})}
+    trained = bash(checkout, readme_command(r"--dataset wmt14_translate/de-en .*--strategy mirrored"), **env)
+    assert "Strategy: mirrored, 2 replica(s) in sync" in trained.stdout
+    run = checkout / "runs" / "wmt14-base"
+    kept = checkpoints.list_checkpoints(str(run / "checkpoints"))
+    assert [os.path.basename(p) for p in kept] == [f"ckpt-0000{i}.weights.h5" for i in range(2, 7)]
+
+    bash(checkout, readme_command(r"^python scripts/average_checkpoints\.py "), **env)
+    averaged = weights_by_name(run / "averaged.weights.h5")
+    last_five = [weights_by_name(p) for p in kept]
+    assert len(averaged) > 10
+    for name, value in averaged.items():
+        np.testing.assert_allclose(value, np.mean([w[name] for w in last_five], axis=0), rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+
+    evaluated = bash(checkout, readme_command(r"^python scripts/evaluate\.py "), **env)
+    assert re.search(r"^sacreBLEU \d+\.\d+  \(nrefs:1\|", evaluated.stdout, re.M)
+    exported = bash(checkout, readme_command(r"^python scripts/export\.py "), **env)
+    assert sorted(os.listdir(checkout / "saved_models" / "wmt14-base")) == ["1", "2"]  # train.py exported 1
+    assert "saved_models/wmt14-base/2" in exported.stdout
+
+    # Both used the averaged weights: the same translations as a model restored with them here.
+    config, model, tokenizer = training.restore(str(run), str(run / "averaged.weights.h5"))
+    translator = training.make_translator(config, model, tokenizer)
+    with tfds.testing.mock_data(num_examples=64):
+        sentences, _ = evaluation.read_split(config, "test")
+    expected, _ = translator.translate(sentences, progress=False)
+    hypotheses = (run / "test.hypotheses.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert hypotheses == expected
+    served = tf.saved_model.load(str(checkout / "saved_models" / "wmt14-base" / "2"))
+    out = served.signatures["serving_default"](sentences=tf.constant(sentences[:8]))
+    assert [t.decode("utf-8") for t in out["translations"].numpy()] == expected[:8]
+
+
+@pytest.mark.slow
+def test_multi_worker_command(tmp_path):
+    """The README's TF_CONFIG command, started twice (worker 0 and worker 1) on
+    127.0.0.1 with /shared/ moved into tmp_path: both finish with identical
+    weights, and only the chief evaluates."""
+    from tests.test_training import optimizer_iterations
+
+    checkout = make_checkout(tmp_path)
+    command = readme_command(r"^TF_CONFIG=")
+    hosts = re.findall(r'"(host\d:\d+)"', command)
+    assert len(hosts) == 2 and '"index": 0' in command
+    ports = [free_port(), free_port()]
+    for host, port in zip(hosts, ports):
+        command = command.replace(host, f"127.0.0.1:{port}")
+    command = command.replace("/shared/", f"{tmp_path}/shared/")
+    environment = dict(os.environ, PATH=f"{checkout / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                       TF_CPP_MIN_LOG_LEVEL="2", KT_TEST_MOCK_TFDS="64",
+                       KT_TEST_SCALE=json.dumps({"train.py": TINY_SCALE[:-4] + ["--steps", "6", "--checkpoint-every", "3"]}))
+    environment.pop("TF_CONFIG", None)
+    workers = [subprocess.Popen(["bash", "-c", command.replace('"index": 0', f'"index": {index}')], cwd=checkout,
+                                env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+               for index in range(2)]
+    outputs = [w.communicate(timeout=900)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    model_dir = re.search(r"--model-dir (\S+)", command).group(1)
+    chief = os.path.join(model_dir, "checkpoints", "ckpt-00002.weights.h5")
+    other = os.path.join(model_dir, "workers", "1", "checkpoints", "ckpt-00002.weights.h5")
+    assert optimizer_iterations(chief) == optimizer_iterations(other) == 6
+    a, b = weights_by_name(chief), weights_by_name(other)
+    assert len(a) > 10 and a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert "Strategy: multi_worker, 2 replica(s) in sync" in outputs[0]
+    assert "sacreBLEU" in outputs[0] and "sacreBLEU" not in outputs[1]
+
+
+@pytest.mark.slow
+def test_python_api_blocks(tmp_path, small_corpus, tokenizer_path, monkeypatch):
+    """The two Python API blocks, run in order in one namespace. The first
+    needs batches to fit on (two of the shape it documents); the second reads
+    mock WMT14 pairs and a vocabulary file in the working directory."""
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    from keras_transformer.data import pipeline
+    from keras_transformer.data.tokenizer import BOS_ID, EOS_ID, Tokenizer
+
+    train, _ = small_corpus
+    batches = pipeline.make_batches(tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*train[:24])))),
+                                    Tokenizer(tokenizer_path), batch_tokens=256, max_length=32, training=False)
+    batches = list(batches.take(2).as_numpy_iterator())
+    (source_ids, target_input_ids), _ = batches[0]
+
+    def as_dataset(items):
+        return tf.data.Dataset.from_generator(
+            lambda: iter(items), output_signature=((tf.TensorSpec([None, None], tf.int32),) * 2,
+                                                   tf.TensorSpec([None, None], tf.int32)),
+        ).apply(tf.data.experimental.assert_cardinality(len(items)))
+
+    namespace = {"source_ids": source_ids, "target_input_ids": target_input_ids,
+                 "train_ds": as_dataset(batches), "val_ds": as_dataset(batches[:1])}
+    exec(readme_block("kt.Transformer.from_preset"), namespace)  # noqa: S102
+    logits, model = namespace["logits"], namespace["model"]
+    assert logits.shape == (*target_input_ids.shape, 37000) and logits.dtype == "float32"
+    assert int(model.optimizer.iterations) == 2
+    assert np.isfinite(model.history.history["val_loss"][0])
+
+    shutil.copyfile(tokenizer_path, tmp_path / "sentencepiece.model")
+    monkeypatch.chdir(tmp_path)
+    with tfds.testing.mock_data(num_examples=16):
+        exec(readme_block("decoding.greedy_search"), namespace)  # noqa: S102
+    (batch_source, batch_target_in), batch_target_out = next(iter(namespace["train_ds"]))
+    assert batch_source.dtype == batch_target_in.dtype == batch_target_out.dtype == tf.int32
+    # The decoder input is BOS + target and the output target + EOS: shifted by one.
+    assert np.all(np.asarray(batch_target_in[:, 0]) == BOS_ID)
+    shifted = np.asarray(batch_target_out[:, :-1])
+    np.testing.assert_array_equal(np.where(shifted == EOS_ID, 0, shifted), batch_target_in[:, 1:])
+    rows, source_length = source_ids.shape
+    ids, scores = namespace["ids"], namespace["scores"]  # the beam search's (it reassigns `ids`)
+    assert ids.shape[0] == rows and ids.shape[1] <= source_length + 50 and ids.dtype == tf.int32
+    assert scores.shape == (rows,) and np.all(np.asarray(scores) <= 0)
+
+
+def test_builtin_corpus_block(tmp_path):
+    """The block builds the dataset (here into an empty TFDS_DATA_DIR) and
+    loads exactly the generated test split."""
+    from keras_transformer.data import corpus
+
+    dump = tmp_path / "test.json"
+    code = readme_block('tfds.load("numerals_en_de"') + (
+        f"\nimport json\njson.dump([[ex['en'].decode(), ex['de'].decode()] for ex in tfds.as_numpy(test)],"
+        f" open({str(dump)!r}, 'w'))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                            env=dict(os.environ, TFDS_DATA_DIR=str(tmp_path / "tfds"), TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = [tuple(pair) for pair in json.load(open(dump))]
+    assert len(loaded) == 1000 and sorted(loaded) == sorted(corpus.generate("test"))

@@ -1,7 +1,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -143,39 +142,6 @@ def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step
     assert optimizer_iterations(found[backed_up_epoch]) == 50 * (backed_up_epoch + 1)
     assert {p: os.path.getmtime(p) for p in before} == before
     assert "sacreBLEU" in second.stdout
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.slow
-def test_two_workers_on_localhost_end_with_identical_weights(small_corpus, tmp_path):
-    train, _ = small_corpus
-    tsv = write_tsv(tmp_path / "corpus.tsv", train[:300])
-    model_dir = str(tmp_path / "run")
-    ports = [free_port(), free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    processes = []
-    for index in range(2):
-        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        processes.append(subprocess.Popen(
-            train_command(tsv, model_dir, steps=6, every=3, extra=("--strategy", "multi_worker")),
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = [p.communicate(timeout=900)[0] for p in processes]
-    assert [p.returncode for p in processes] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
-    chief = checkpoints.list_checkpoints(os.path.join(model_dir, "checkpoints"))[-1]
-    other = checkpoints.list_checkpoints(os.path.join(model_dir, "workers", "1", "checkpoints"))[-1]
-    assert optimizer_iterations(chief) == optimizer_iterations(other) == 6
-    with h5py.File(chief, "r") as a, h5py.File(other, "r") as b:
-        names = []
-        a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) and not n.startswith("optimizer") else None)
-        assert len(names) > 10
-        for name in names:
-            np.testing.assert_array_equal(a[name][()], b[name][()], err_msg=name)
-    assert "sacreBLEU" in outputs[0] and "sacreBLEU" not in outputs[1]
 
 
 def test_auto_precision_uses_bfloat16_only_where_it_is_native():

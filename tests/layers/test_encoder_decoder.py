@@ -1,9 +1,7 @@
 """EncoderLayer, DecoderLayer, FeedForward and the two stacks."""
 
-import keras
 import numpy as np
 import pytest
-from keras import ops
 
 from keras_transformer import masks
 from keras_transformer.layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward
