@@ -33,7 +33,7 @@ from tests.conftest import write_tsv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
-READMES_PYTHON = os.path.join(ROOT, "tests", "helpers", "readme_python.py")
+README_PYTHON = os.path.join(ROOT, "tests", "helpers", "readme_python.py")
 MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": cli.evaluate_main,
          "export": cli.export_main, "average_checkpoints": cli.average_main,
          "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main}
@@ -109,7 +109,7 @@ def make_checkout(root):
     (checkout / "bin").mkdir(parents=True)
     (checkout / "scripts").symlink_to(os.path.join(ROOT, "scripts"))
     shim = checkout / "bin" / "python"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{READMES_PYTHON}" "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{README_PYTHON}" "$@"\n')
     shim.chmod(0o755)
     return checkout
 
