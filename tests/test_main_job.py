@@ -6,15 +6,15 @@ import re
 import time
 
 import pytest
-import tensorflow as tf
 
-from tests.test_readme import bash, make_checkout, readme_command
+from tests.test_readme import bash, make_checkout, readme_block, readme_command
 
 
 @pytest.mark.slow
 def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     """It reaches sacreBLEU >= 90 on the built-in test split, shows its
-    progress and examples, and its export in saved_models/ serves."""
+    progress and examples, its export in saved_models/ serves, and the README's
+    attention command works on the model it leaves in runs/."""
     _, command = readme_command(r"^pip install -e \. && python scripts/train\.py$").split(" && ")
     assert command == "python scripts/train.py"
     checkout = make_checkout(tmp_path)
@@ -29,6 +29,12 @@ def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     assert "tokens_per_sec" in result.stdout and "sec_per_step" in result.stdout  # progress is visible
     assert result.stdout.count("  reference: ") >= 3  # examples next to their references
     assert os.path.exists(checkout / "runs" / "numerals_en_de-small" / "test.hypotheses.txt")
-    served = tf.saved_model.load(str(checkout / "saved_models" / "numerals_en_de" / "1"))
-    out = served.signatures["serving_default"](sentences=tf.constant(["It is half past seven."]))
-    assert out["translations"].numpy()[0].decode() == "Es ist halb acht."
+    # The README's Python block loads the export from the checkout, in a fresh process.
+    (checkout / "load_export.py").write_text(readme_block("tf.saved_model.load("), encoding="utf-8")
+    printed = bash(checkout, "python load_export.py").stdout.strip().splitlines()[-1]
+    assert printed == "['Es ist halb acht.']"
+
+    # The README's attention command, on this model, writes the files it names.
+    printed = bash(checkout, readme_command(r"^python scripts/plot_attention\.py ")).stdout.split()
+    assert printed == [f"attention/layer_{i}.png" for i in range(3)]  # small preset: 3 decoder layers
+    assert (checkout / printed[-1]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

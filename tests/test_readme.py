@@ -60,6 +60,7 @@ BLOCKS_RUN_BY = {
     "decoding.greedy_search": "test_python_api_blocks",
     'tfds.load("numerals_en_de"': "test_builtin_corpus_block",
     "PredictionServiceStub": "test_serving_commands",
+    "tf.saved_model.load(": "tests/test_main_job.py",
 }
 TINY_SCALE = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "1024", "--steps", "6",
               "--checkpoint-every", "1"]
