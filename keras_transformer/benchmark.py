@@ -10,7 +10,10 @@ process, back to back:
 3. an encoder-decoder of the same size built from keras-hub's
    TransformerEncoder/TransformerDecoder, trained the same way;
 4. cached against uncached beam search;
-5. with a corpus, padding efficiency of bucketed against naive batches.
+5. with a corpus, padding efficiency of bucketed against naive batches;
+6. beam search on one set of weights in four engines: ours in float32 and
+   mixed_bfloat16, and CTranslate2 (the optional extra) in float32 and int8,
+   in output tokens per second.
 """
 
 import dataclasses
@@ -21,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer import decoding, presets
+from keras_transformer.data.tokenizer import EOS_ID
 from keras_transformer.losses import LabelSmoothedCrossEntropy
 from keras_transformer.model import Transformer
 from keras_transformer.schedule import TransformerSchedule
@@ -134,8 +138,65 @@ def decoding_throughput(config, vocab_size, batch, source_length, output_length,
     return results[True], results[False]
 
 
+def decoding_engines(config, vocab_size, batch, source_length, output_length, beam_size=4, threads=2):
+    """Output tokens (EOS left out) per second of beam search (alpha 0.6) over
+    one batch, for one set of random weights in four engines: ours in float32
+    and mixed_bfloat16 (cached, as served), CTranslate2 float32 and int8 with
+    `threads` threads. Outputs stop at `output_length` pieces in every engine;
+    each engine's own token count is used. CTranslate2 figures are absent
+    when the package is not installed."""
+    import os  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    keras.utils.set_random_seed(0)
+    reference = Transformer(vocab_size=vocab_size, **dataclasses.asdict(config))
+    reference.build()
+    rng = np.random.default_rng(0)
+    pieces = rng.integers(4, vocab_size, size=(batch, source_length - 1)).astype("int32")
+    source = tf.constant(np.concatenate([pieces, np.full((batch, 1), EOS_ID, "int32")], axis=1))  # (B, S)
+    figures = {}
+    for precision in ("float32", "mixed_bfloat16"):
+        model = Transformer(vocab_size=vocab_size, dtype=precision, **dataclasses.asdict(config))
+        model.build()
+        model.set_weights(reference.get_weights())
+
+        def run(model=model):
+            ids, _ = decoding.beam_search(model, source, beam_size=beam_size, alpha=0.6, max_length=output_length)
+            ids = ids.numpy()
+            return int(((ids != 0) & (ids != EOS_ID)).sum())
+
+        tokens = run()
+        figures[f"ours_{precision}"] = tokens / _timed(run, repeats=2, warmup=0)
+    try:
+        import ctranslate2  # noqa: PLC0415, F401
+    except ImportError:
+        return figures
+    from keras_transformer import ctranslate2_export  # noqa: PLC0415
+
+    vocabulary = [f"<{i}>" for i in range(vocab_size)]
+    tokens_in = [[vocabulary[i] for i in row] for row in pieces]
+    with tempfile.TemporaryDirectory() as directory:
+        for quantization in ("float32", "int8"):
+            spec = ctranslate2_export.transformer_spec(reference, vocabulary, max_positions=source_length +
+                                                       output_length + 1)
+            path = os.path.join(directory, quantization)
+            ctranslate2_export.write_spec(spec, path, quantization)
+            translator = ctranslate2.Translator(path, compute_type=quantization, intra_threads=threads)
+
+            def run(translator=translator):
+                results = translator.translate_batch(tokens_in, beam_size=beam_size, length_penalty=0.6,
+                                                     max_decoding_length=output_length - 1,
+                                                     min_decoding_length=0)
+                return sum(len(r.hypotheses[0]) for r in results)
+
+            tokens = run()
+            figures[f"ctranslate2_{quantization}"] = tokens / _timed(run, repeats=2, warmup=0)
+    return figures
+
+
 def run_benchmark(preset="base", vocab_size=37000, batch_tokens=4096, length=32, train_steps=5,
-                  decode_batch=8, output_length=40, corpus=None, skip_training=False, report=print):
+                  decode_batch=8, output_length=40, corpus=None, skip_training=False, engines_batch=32,
+                  report=print):
     """Measures everything and reports a table; returns the figures as a dict."""
     config = presets.get_preset(preset)
     figures = {}
@@ -175,6 +236,22 @@ def run_benchmark(preset="base", vocab_size=37000, batch_tokens=4096, length=32,
 
     if corpus:
         figures.update(padding_efficiency(corpus, batch_tokens, report))
+
+    engines = decoding_engines(config, vocab_size, engines_batch, 30, output_length)
+    figures.update({f"decode_{name}_tokens_per_s": value for name, value in engines.items()})
+    for name, value in engines.items():
+        report(f"6. beam search {name:22s} {value:8.0f} output tokens/s (batch {engines_batch}, beam 4, "
+               f"{output_length}-piece outputs)")
+    if "ctranslate2_float32" in engines:
+        best = max(engines["ours_float32"], engines["ours_mixed_bfloat16"])
+        figures["ours_best_vs_ctranslate2_float32"] = best / engines["ctranslate2_float32"]
+        figures["ours_best_vs_ctranslate2_int8"] = best / engines["ctranslate2_int8"]
+        figures["ctranslate2_int8_vs_float32"] = engines["ctranslate2_int8"] / engines["ctranslate2_float32"]
+        report(f"6. ours (best) / CTranslate2 float32 {figures['ours_best_vs_ctranslate2_float32']:.2f}x "
+               f"(goal >= 1.0), / CTranslate2 int8 {figures['ours_best_vs_ctranslate2_int8']:.2f}x; "
+               f"CTranslate2 int8 / float32 {figures['ctranslate2_int8_vs_float32']:.2f}x")
+    else:
+        report('6. CTranslate2 figures skipped: pip install -e ".[ctranslate2]"')
     return figures
 
 

@@ -1,4 +1,4 @@
-"""Translation from either a training model directory or an exported SavedModel."""
+"""Translation from a training model directory, an exported SavedModel or a CTranslate2 model."""
 
 import os
 
@@ -19,8 +19,16 @@ def find_saved_model(path):
     return None
 
 
-def load_translate_function(path, beam_size=None, alpha=None, weights=None):
-    """A function (B,) tf.string -> (translations, scores) for a model directory or a SavedModel."""
+def load_translate_function(path, beam_size=None, alpha=None, weights=None, threads=0):
+    """A function (B,) tf.string -> (translations, scores) for a model directory, a
+    SavedModel or a CTranslate2 directory (`threads`: its CPU threads, 0 = its default)."""
+    from keras_transformer import ctranslate2_translator  # noqa: PLC0415
+
+    if ctranslate2_translator.is_ctranslate2_model(path):
+        if weights is not None:
+            raise ValueError(f"{path!r} is a CTranslate2 model: its weights were fixed at export; "
+                             "--weights applies to training model directories.")
+        return ctranslate2_translator.CTranslate2Translator(path, beam_size, alpha, threads=threads)
     saved_model = find_saved_model(path)
     if saved_model is not None:
         if beam_size is not None or alpha is not None or weights is not None:

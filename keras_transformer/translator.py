@@ -90,6 +90,8 @@ class Translator(tf.Module):
 def translate_in_batches(function, sentences, batch_size=64, progress=True):
     """Runs `function((B,) tf.string) -> (translations, scores)` over a list of str.
 
+    `function` returns tensors or arrays: (B,) UTF-8 bytes and (B,) float scores.
+
     Sentences are batched by length (fewer padded positions) and put back in
     their original order; a progress line goes to stderr. Returns
     (list of str, np.ndarray of float32 scores).
@@ -103,7 +105,7 @@ def translate_in_batches(function, sentences, batch_size=64, progress=True):
     for first in range(0, len(sentences), batch_size):
         chunk = order[first : first + batch_size]
         out, chunk_scores = function(tf.constant([sentences[i] for i in chunk], tf.string))
-        for i, text, score in zip(chunk, out.numpy(), chunk_scores.numpy()):
+        for i, text, score in zip(chunk, np.asarray(out), np.asarray(chunk_scores)):
             translations[i], scores[i] = text.decode("utf-8"), score
         if progress:
             done = min(first + batch_size, len(sentences))

@@ -140,3 +140,21 @@ def translator(tiny_run_dir):
 
     config, model, tokenizer = training.restore(tiny_run_dir)
     return training.make_translator(config, model, tokenizer)
+
+
+@pytest.fixture(scope="session")
+def trained_tiny_run(tmp_path_factory, small_corpus):
+    """A float32 tiny run trained by `training.train` for 400 updates on the
+    small corpus. Its translations end on EOS well before the length limit,
+    so engines that differ only in how they stop at the limit must agree."""
+    from keras_transformer import training
+    from keras_transformer.config import RunConfig
+
+    directory = tmp_path_factory.mktemp("trained_run")
+    train, test = small_corpus
+    config = RunConfig(dataset=write_tsv(directory / "corpus.tsv", train + test[:40]), preset="tiny",
+                       vocab_size=500, max_length=32, steps=400, checkpoint_every=400, batch_tokens=1024,
+                       warmup_steps=100, learning_rate_scale=2.0, precision="float32",
+                       model_dir=str(directory / "run"), export_dir="")
+    training.train(config, verbose=0)
+    return config.model_dir

@@ -132,10 +132,16 @@ def test_benchmark_figures_are_consistent(small_corpus, tmp_path):
     corpus = write_tsv(tmp_path / "c.tsv", train[:400])
     lines = []
     figures = benchmark.run_benchmark(preset="tiny", vocab_size=300, batch_tokens=256, length=16, train_steps=1,
-                                      decode_batch=2, output_length=6, corpus=corpus, report=lines.append)
+                                      decode_batch=2, output_length=6, corpus=corpus, engines_batch=4,
+                                      report=lines.append)
     assert figures["decode_cached_vs_uncached"] == pytest.approx(
         figures["decode_cached_sentences_per_s"] / figures["decode_uncached_sentences_per_s"])
     assert figures["float32_vs_keras_hub"] == pytest.approx(
         figures["train_float32_tokens_per_s"] / figures["train_keras_hub_float32_tokens_per_s"])
     assert 0 < figures["naive_padding_efficiency"] < figures["padding_efficiency"] <= 1
-    assert len(lines) == 8 and lines[-1].startswith("5. padding efficiency")
+    assert len(lines) == 13 and lines[7].startswith("5. padding efficiency")
+    best = max(figures["decode_ours_float32_tokens_per_s"], figures["decode_ours_mixed_bfloat16_tokens_per_s"])
+    assert figures["ours_best_vs_ctranslate2_float32"] == pytest.approx(
+        best / figures["decode_ctranslate2_float32_tokens_per_s"])
+    assert figures["ctranslate2_int8_vs_float32"] == pytest.approx(
+        figures["decode_ctranslate2_int8_tokens_per_s"] / figures["decode_ctranslate2_float32_tokens_per_s"])

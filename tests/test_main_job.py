@@ -13,8 +13,9 @@ from tests.test_readme import bash, make_checkout, readme_block, readme_command
 @pytest.mark.slow
 def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     """It reaches sacreBLEU >= 90 on the built-in test split, shows its
-    progress and examples, its export in saved_models/ serves, and the README's
-    attention command works on the model it leaves in runs/."""
+    progress and examples, its export in saved_models/ serves, the README's
+    attention command works on the model it leaves in runs/, and that model's
+    int8 CTranslate2 export scores within 1 BLEU of its float32 one."""
     _, command = readme_command(r"^pip install -e \. && python scripts/train\.py$").split(" && ")
     assert command == "python scripts/train.py"
     checkout = make_checkout(tmp_path)
@@ -38,3 +39,18 @@ def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     printed = bash(checkout, readme_command(r"^python scripts/plot_attention\.py ")).stdout.split()
     assert printed == [f"attention/layer_{i}.png" for i in range(3)]  # small preset: 3 decoder layers
     assert (checkout / printed[-1]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Its CTranslate2 export: int8 weights translate the test split within 1 BLEU of float32.
+    from keras_transformer import evaluation
+    from keras_transformer.config import RunConfig
+    from keras_transformer.ctranslate2_translator import CTranslate2Translator
+
+    sentences, references = evaluation.read_split(RunConfig.load(checkout / "runs" / "numerals_en_de-small"), "test")
+    bleu = {}
+    for quantization in ("float32", "int8"):
+        output = checkout / "ct2" / quantization
+        bash(checkout, "python scripts/export.py --model-dir runs/numerals_en_de-small --format ctranslate2 "
+                       f"--output {output} --quantization {quantization}")
+        bleu[quantization] = evaluation.evaluate(CTranslate2Translator(str(output)), sentences, references)["bleu"]
+    print(f"CTranslate2 test BLEU: float32 {bleu['float32']:.2f}, int8 {bleu['int8']:.2f}")
+    assert bleu["float32"] >= 90.0 and abs(bleu["int8"] - bleu["float32"]) <= 1.0

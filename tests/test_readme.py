@@ -46,9 +46,11 @@ COMMANDS_RUN_BY = {
     r"^python scripts/train\.py --dataset wmt14_translate/de-en .*--strategy mirrored": "test_wmt_recipe",
     r"^python scripts/average_checkpoints\.py ": "test_wmt_recipe",
     r"^python scripts/evaluate\.py ": "test_wmt_recipe",
-    r"^python scripts/export\.py ": "test_wmt_recipe",
+    r"^python scripts/export\.py (?!.*--format ctranslate2)": "test_wmt_recipe",
+    r"^python scripts/export\.py .*--format ctranslate2": "test_ctranslate2_commands",
+    r"^echo .* \| python scripts/translate\.py --model ct2_models/": "test_ctranslate2_commands",
     r"^TF_CONFIG=.* python scripts/train\.py --strategy multi_worker ": "test_multi_worker_command",
-    r"^echo .* \| python scripts/translate\.py ": "test_translate_commands",
+    r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)": "test_translate_commands",
     r"^python scripts/translate\.py ": "test_translate_commands",
     r"^docker run ": "test_serving_commands",
     r"^curl ": "test_serving_commands",
@@ -61,6 +63,7 @@ BLOCKS_RUN_BY = {
     'tfds.load("numerals_en_de"': "test_builtin_corpus_block",
     "PredictionServiceStub": "test_serving_commands",
     "tf.saved_model.load(": "tests/test_main_job.py",
+    "ctranslate2.Translator(": "test_ctranslate2_commands",
 }
 TINY_SCALE = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "1024", "--steps", "6",
               "--checkpoint-every", "1"]
@@ -198,7 +201,7 @@ SENTENCES = ["It is half past seven.", "three hundred twenty-one", "Yesterday, m
 
 
 def test_translate_commands(trained_checkout, translator):
-    from_stdin = readme_command(r"^echo .* \| python scripts/translate\.py ")
+    from_stdin = readme_command(r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)")
     sentence = re.match(r'^echo "(.*)" \|', from_stdin).group(1)
     expected, _ = translator.translate([sentence] + SENTENCES, progress=False)
     assert bash(trained_checkout, from_stdin).stdout == expected[0] + "\n"
@@ -257,6 +260,33 @@ def test_serving_commands(trained_checkout, translator):
     assert ast.literal_eval(grpc_client.stdout.strip().splitlines()[-1]) == [expected]
 
 
+def test_ctranslate2_commands(tmp_path, trained_tiny_run):
+    """The CTranslate2 section on a trained tiny run in the main job's place:
+    the export command writes the directory the translate command and the
+    Python block use, and both print the same translation, which is the one
+    CTranslate2 gives with the run's own decoding settings."""
+    from keras_transformer.ctranslate2_translator import CTranslate2Translator
+
+    checkout = make_checkout(tmp_path)
+    shutil.copytree(trained_tiny_run, checkout / "runs" / "numerals_en_de-small")
+    export = readme_command(r"^python scripts/export\.py .*--format ctranslate2")
+    output = re.search(r"--output (\S+)", export).group(1)
+    assert bash(checkout, export).stdout.strip() == output
+    command = readme_command(r"^echo .* \| python scripts/translate\.py --model ct2_models/")
+    assert f"--model {output}" in command
+    printed = bash(checkout, command).stdout
+    sentence = re.match(r'^echo "(.*)" \|', command).group(1)
+    (expected,), _ = CTranslate2Translator(str(checkout / output)).translate_batch([sentence])
+    assert printed == expected + "\n" and expected
+
+    block = readme_block("ctranslate2.Translator(")
+    assert f'"{output}"' in block and f'"{output}/sentencepiece.model"' in block and sentence in block
+    result = subprocess.run([sys.executable, "-c", block], cwd=checkout, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == [expected]
+
+
 @pytest.mark.slow
 def test_benchmark_command(tmp_path, small_corpus):
     checkout = make_checkout(tmp_path)
@@ -266,12 +296,19 @@ def test_benchmark_command(tmp_path, small_corpus):
     os.makedirs(os.path.dirname(checkout / corpus_path))
     write_tsv(checkout / corpus_path, train[:400])  # the README's corpus path, with a small stand-in
     scale = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "256", "--length", "16",
-             "--train-steps", "1", "--decode-batch", "2", "--output-length", "6"]
+             "--train-steps", "1", "--decode-batch", "2", "--output-length", "6", "--engines-batch", "4"]
     out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"benchmark.py": scale})).stdout
-    lines = [line for line in out.splitlines() if re.match(r"^[1-5]\. ", line)]
-    assert [line[:2] for line in lines] == ["1.", "2.", "2.", "2.", "3.", "4.", "5."]
-    bucketed, naive = map(float, re.search(r"bucketed (\d\.\d+), naive (\d\.\d+)", lines[-1]).groups())
+    lines = [line for line in out.splitlines() if re.match(r"^[1-6]\. ", line)]
+    assert [line[:2] for line in lines] == ["1.", "2.", "2.", "2.", "3.", "4.", "5."] + ["6."] * 5
+    bucketed, naive = map(float, re.search(r"bucketed (\d\.\d+), naive (\d\.\d+)", lines[6]).groups())
     assert 0 < naive < bucketed <= 1
+    engines = {name: float(value) for name, value in
+               (re.match(r"6\. beam search (\S+) +(\d+) output tokens/s", line).groups() for line in lines[7:11])}
+    assert list(engines) == ["ours_float32", "ours_mixed_bfloat16", "ctranslate2_float32", "ctranslate2_int8"]
+    ratios = re.search(r"float32 (\d+\.\d\d)x \(goal >= 1\.0\), / CTranslate2 int8 (\d+\.\d\d)x", lines[11])
+    best = max(engines["ours_float32"], engines["ours_mixed_bfloat16"])
+    assert float(ratios.group(1)) == pytest.approx(best / engines["ctranslate2_float32"], rel=0.02, abs=0.01)
+    assert float(ratios.group(2)) == pytest.approx(best / engines["ctranslate2_int8"], rel=0.02, abs=0.01)
 
 
 @pytest.mark.slow
@@ -303,7 +340,7 @@ def test_wmt_recipe(tmp_path):
 
     evaluated = bash(checkout, readme_command(r"^python scripts/evaluate\.py "), **env)
     assert re.search(r"^sacreBLEU \d+\.\d+  \(nrefs:1\|", evaluated.stdout, re.M)
-    exported = bash(checkout, readme_command(r"^python scripts/export\.py "), **env)
+    exported = bash(checkout, readme_command(r"^python scripts/export\.py (?!.*--format ctranslate2)"), **env)
     assert sorted(os.listdir(checkout / "saved_models" / "wmt14-base")) == ["1", "2"]  # train.py exported 1
     assert "saved_models/wmt14-base/2" in exported.stdout
 

@@ -1,0 +1,19 @@
+"""Command-line entry points. Each parses its flags and calls one library function.
+
+`scripts/<name>.py` and the console scripts of setup.cfg (kt-train,
+kt-translate, ...) both call these. One module per family of commands:
+`train`, `decode` (translate, evaluate, plot_attention), `export` (export,
+average_checkpoints) and `benchmark`; `common` holds the shared flags.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+
+from keras_transformer.cli.benchmark import benchmark_main  # noqa: E402
+from keras_transformer.cli.decode import evaluate_main, plot_attention_main, translate_main  # noqa: E402
+from keras_transformer.cli.export import average_main, export_main  # noqa: E402
+from keras_transformer.cli.train import train_main  # noqa: E402
+
+__all__ = ["average_main", "benchmark_main", "evaluate_main", "export_main", "plot_attention_main",
+           "train_main", "translate_main"]

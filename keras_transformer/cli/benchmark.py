@@ -1,0 +1,36 @@
+"""`scripts/benchmark.py`."""
+
+from keras_transformer import presets
+from keras_transformer.cli.common import make_parser
+
+
+def benchmark_main(argv=None):
+    parser = make_parser(
+        "benchmark.py",
+        "Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
+        "and a keras-hub model of the same size), cached against uncached beam search, optionally the "
+        "padding efficiency of bucketed batches on a corpus, and beam search in our float32 and "
+        "mixed_bfloat16 against CTranslate2 float32 and int8 on the same weights. Ratios carry the claims.",
+    )
+    parser.add_argument("--preset", default="base", choices=sorted(presets.PRESETS), help="Model size to time.")
+    parser.add_argument("--vocab-size", type=int, default=37000, help="Vocabulary of the timed models.")
+    parser.add_argument("--batch-tokens", type=int, default=4096, help="Target tokens per training batch.")
+    parser.add_argument("--length", type=int, default=32, help="Tokens per sentence in the training batches.")
+    parser.add_argument("--train-steps", type=int, default=5, help="Timed training steps per model.")
+    parser.add_argument("--decode-batch", type=int, default=8, help="Sentences per beam search batch.")
+    parser.add_argument("--output-length", type=int, default=40, help="Output pieces per decoded sentence.")
+    parser.add_argument("--corpus", default=None, help="A TSV corpus for the padding-efficiency figure.")
+    parser.add_argument("--skip-training", action="store_true", help="Leave out the training figures.")
+    parser.add_argument("--engines-batch", type=int, default=32,
+                        help="Sentences per batch when comparing our beam search with CTranslate2's.")
+    args = parser.parse_args(argv)
+    for name in ("vocab_size", "batch_tokens", "length", "train_steps", "decode_batch", "output_length",
+                 "engines_batch"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}.")
+    from keras_transformer import benchmark  # noqa: PLC0415
+
+    benchmark.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
+                            args.decode_batch, args.output_length, args.corpus, args.skip_training,
+                            args.engines_batch)
+    return 0

@@ -1,0 +1,32 @@
+"""Flags and helpers shared by the command-line entry points."""
+
+import argparse
+
+
+def make_parser(prog, description):
+    # allow_abbrev=False: a misspelt or shortened flag is an error, not a guess.
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False,
+                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+
+
+def restored_translator(parser, args):
+    """(config, Translator) for --model-dir/--weights/--beam-size/--alpha; exits 1 with a message on failure."""
+    from keras_transformer import training  # noqa: PLC0415
+
+    try:
+        config, model, tokenizer = training.restore(args.model_dir, args.weights)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    return config, training.make_translator(config, model, tokenizer, args.beam_size, args.alpha)
+
+
+ALPHA_HELP = ("Length penalty exponent (default: the run's, 0.6). Our beam search divides log P by "
+              "GNMT's ((5 + length) / 6)^alpha; a CTranslate2 model divides by length^alpha, so the same "
+              "alpha ranks differently there, and only alpha 0 makes both engines agree.")
+
+
+def decoding_flags(parser):
+    parser.add_argument("--beam-size", type=int, default=None, help="Beam size (default: the run's, 4).")
+    parser.add_argument("--alpha", type=float, default=None, help=ALPHA_HELP)
+    parser.add_argument("--weights", default=None,
+                        help="A .weights.h5 file to use instead of the newest checkpoint (e.g. averaged).")

@@ -1,0 +1,88 @@
+"""`scripts/translate.py`, `scripts/evaluate.py` and `scripts/plot_attention.py`."""
+
+import os
+import sys
+
+from keras_transformer.cli.common import decoding_flags, make_parser, restored_translator
+
+
+def translate_main(argv=None):
+    parser = make_parser(
+        "translate.py",
+        "Translate sentences, one per line, from a file or stdin to stdout.",
+    )
+    parser.add_argument("--model", required=True,
+                        help="A training model directory (with run_config.json), an exported SavedModel "
+                        "(a version directory, or its base: the highest version is used), or a CTranslate2 "
+                        "directory from export.py --format ctranslate2 (needs the ctranslate2 extra).")
+    parser.add_argument("--input", default="-", help="Input file, one sentence per line; - for stdin.")
+    parser.add_argument("--batch-size", type=int, default=32, help="Sentences per decoding batch.")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="CPU threads of a CTranslate2 model (0: its default); TensorFlow picks its own.")
+    decoding_flags(parser)
+    args = parser.parse_args(argv)
+    if args.threads < 0:
+        parser.error(f"--threads must be 0 or more; got {args.threads}.")
+    from keras_transformer import inference  # noqa: PLC0415
+
+    try:
+        translate = inference.load_translate_function(args.model, args.beam_size, args.alpha, args.weights,
+                                                      args.threads)
+        lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="replace")
+        with lines:
+            sentences = [line.rstrip("\n") for line in lines]
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"translate.py: error: {error}\n")
+    for translation in inference.translate_lines(translate, sentences, args.batch_size):
+        print(translation)
+    return 0
+
+
+def evaluate_main(argv=None):
+    parser = make_parser(
+        "evaluate.py",
+        "Decode a split and print sacreBLEU (detokenized, with its signature), chrF, and the path "
+        "of the written hypotheses.",
+    )
+    parser.add_argument("--model-dir", required=True, help="The training model directory.")
+    parser.add_argument("--split", default="test", help="Split of the run's dataset: train, validation or test.")
+    parser.add_argument("--dataset", default=None,
+                        help="Evaluate on this dataset instead (tfds name, PATH.tsv or SOURCE,TARGET).")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N pairs.")
+    parser.add_argument("--batch-size", type=int, default=64, help="Sentences per decoding batch.")
+    parser.add_argument("--output", default=None,
+                        help="Hypotheses file (default: <model-dir>/<split>.hypotheses.txt).")
+    decoding_flags(parser)
+    args = parser.parse_args(argv)
+    from keras_transformer import evaluation  # noqa: PLC0415
+
+    config, translator = restored_translator(parser, args)
+    try:
+        sentences, references = evaluation.read_split(config, args.split, args.dataset, args.limit)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"evaluate.py: error: {error}\n")
+    output = args.output or os.path.join(args.model_dir, f"{args.split}.hypotheses.txt")
+    result = evaluation.evaluate(translator, sentences, references, output, args.batch_size)
+    print(f"sacreBLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
+    print(f"chrF      {result['chrf']:.2f}  ({result['chrf_signature']})")
+    print(f"hypotheses: {result['hypotheses_path']}")
+    return 0
+
+
+def plot_attention_main(argv=None):
+    parser = make_parser(
+        "plot_attention.py",
+        "Translate one sentence and save encoder-decoder attention heatmaps, one PNG per layer "
+        "with a panel per head.",
+    )
+    parser.add_argument("--model-dir", required=True, help="The training model directory.")
+    parser.add_argument("--sentence", required=True, help="The source sentence.")
+    parser.add_argument("--output-dir", default="attention", help="Where the PNG files go.")
+    decoding_flags(parser)
+    args = parser.parse_args(argv)
+    from keras_transformer import attention_plot  # noqa: PLC0415
+
+    _, translator = restored_translator(parser, args)
+    for path in attention_plot.plot_cross_attention(translator, args.sentence, args.output_dir):
+        print(path)
+    return 0
