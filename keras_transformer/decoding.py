@@ -1,11 +1,13 @@
-"""Greedy and beam search (paper section 6.1), with an incremental-decoding cache.
+"""Greedy search, beam search (paper section 6.1) and sampling, with an incremental-decoding cache.
 
 The search functions know nothing about the model: they call
 `tokens_to_logits(ids, cache, step) -> (logits, cache)`, where `ids` holds
 the tokens at position `step` (B*, 1) and `logits` the next-token scores
 (B*, V) float32. `model_tokens_to_logits` builds that callable from a
 `Transformer`, either with the key/value cache (one token per step) or
-without it (the whole prefix every step; for tests and benchmarks).
+without it (the whole prefix every step; for tests and benchmarks);
+`ensemble_tokens_to_logits` combines several models, each with its own
+cache, into one callable.
 
 All loop state has a fixed shape, so the searches run inside `tf.function`
 and `tf.while_loop`, can be exported in a SavedModel and XLA-compiled.
@@ -95,31 +97,128 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
     return tokens_to_logits, cache
 
 
-# ------------------------------------------------------------------ greedy
-def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length):
-    """Arg-max decoding. limits: (B,) per-sentence maximum output length.
+def check_ensemble(models):
+    """A non-empty list of models with one source and one target vocabulary; ValueError otherwise."""
+    models = list(models)
+    if not models:
+        raise ValueError("An ensemble needs at least one model; got none.")
+    sizes = {(m.vocab_size, m.output_vocab_size) for m in models}
+    if len(sizes) > 1:
+        raise ValueError(f"Ensemble members must share their vocabularies; got (source, target) vocabulary "
+                         f"sizes {[(m.vocab_size, m.output_vocab_size) for m in models]}.")
+    return models
 
-    Returns (B, loop_length) int32: the tokens, EOS included, then PAD.
+
+def combine_log_probs(log_probs):
+    """The ensemble's next-token log-probabilities: log of the members' mean
+    probability, as fairseq's EnsembleModel does. (M, ..., V) -> (..., V)."""
+    members = tf.cast(tf.shape(log_probs)[0], tf.float32)
+    return tf.reduce_logsumexp(log_probs, axis=0) - tf.math.log(members)
+
+
+def ensemble_tokens_to_logits(models, source_ids, max_length, beam_size=1, use_cache=True):
+    """`model_tokens_to_logits` for a list of models decoding together.
+
+    Each member encodes the source and keeps its own cache (the cache is the
+    tuple of the members' caches); each step returns the combined
+    log-probabilities (`combine_log_probs`), which the searches treat as
+    logits (log-softmax leaves them unchanged). One model is itself.
+    """
+    models = check_ensemble(models)
+    if len(models) == 1:
+        return model_tokens_to_logits(models[0], source_ids, max_length, beam_size, use_cache)
+    members = [model_tokens_to_logits(m, source_ids, max_length, beam_size, use_cache) for m in models]
+
+    def tokens_to_logits(ids, cache, step):
+        outputs = [fn(ids, own, step) for (fn, _), own in zip(members, cache)]
+        log_probs = tf.stack([tf.nn.log_softmax(logits) for logits, _ in outputs])  # (M, B*, V)
+        return combine_log_probs(log_probs), tuple(own for _, own in outputs)  # (B*, V)
+
+    return tokens_to_logits, tuple(cache for _, cache in members)
+
+
+# ------------------------------------------------------------------ greedy
+def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose):
+    """One token per step, picked by `choose(logits (B, V), step) -> (B,) int32`.
+
+    Returns ids (B, loop_length) int32 (the tokens, EOS included, then PAD)
+    and scores (B,) float32: the sum of the model's log-probabilities of
+    the chosen tokens, EOS included.
     """
     ids = tf.concat(
         [tf.fill([batch_size, 1], BOS_ID), tf.fill([batch_size, loop_length], PAD_ID)], axis=1
     )  # (B, L+1): BOS, then the outputs
     finished = tf.zeros([batch_size], tf.bool)
+    scores = tf.zeros([batch_size], tf.float32)
 
-    def cond(step, ids, finished, cache):
+    def cond(step, ids, finished, scores, cache):
         return tf.logical_and(step < loop_length, tf.logical_not(tf.reduce_all(finished)))
 
-    def body(step, ids, finished, cache):
+    def body(step, ids, finished, scores, cache):
         logits, cache = tokens_to_logits(ids[:, step][:, None], cache, step)  # (B, V); size known to XLA
-        next_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
+        logits = tf.cast(logits, tf.float32)
+        next_ids = choose(logits, step)  # (B,)
         next_ids = tf.where(step + 1 >= limits, EOS_ID, next_ids)  # the length limit forces EOS
         next_ids = tf.where(finished, PAD_ID, next_ids)
+        log_probs = tf.nn.log_softmax(logits)  # (B, V)
+        token_log_probs = tf.gather(log_probs, tf.maximum(next_ids, 0), batch_dims=1)  # (B,)
+        scores += tf.where(finished, 0.0, token_log_probs)
         at_next = tf.equal(tf.range(loop_length + 1), step + 1)  # (L+1,): a select keeps shapes static for XLA
         ids = tf.where(at_next[None, :], next_ids[:, None], ids)
-        return step + 1, ids, tf.logical_or(finished, tf.equal(next_ids, EOS_ID)), cache
+        return step + 1, ids, tf.logical_or(finished, tf.equal(next_ids, EOS_ID)), scores, cache
 
-    _, ids, _, _ = tf.while_loop(cond, body, (tf.constant(0), ids, finished, cache))
-    return ids[:, 1:]
+    _, ids, _, scores, _ = tf.while_loop(cond, body, (tf.constant(0), ids, finished, scores, cache))
+    return ids[:, 1:], scores
+
+
+def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length):
+    """Arg-max decoding. limits: (B,) per-sentence maximum output length.
+
+    Returns (B, loop_length) int32: the tokens, EOS included, then PAD.
+    """
+    ids, _ = _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length,
+                                lambda logits, step: tf.argmax(logits, axis=-1, output_type=tf.int32))
+    return ids
+
+
+def filter_logits(logits, top_k=0, top_p=1.0, temperature=1.0):
+    """The sampling distribution's logits: divided by `temperature`, then all
+    but the `top_k` largest (0: all) and all outside the smallest set whose
+    probability reaches `top_p` (nucleus sampling, Holtzman et al., 2020) set
+    to NEG_INF. (B, V) float32 -> (B, V) float32."""
+    logits = logits / temperature
+    if top_k and (logits.shape[-1] is None or top_k < logits.shape[-1]):
+        kth_largest = tf.math.top_k(logits, k=top_k).values[:, -1:]  # (B, 1)
+        logits = tf.where(logits < kth_largest, NEG_INF, logits)
+    if top_p < 1.0:
+        descending = tf.sort(logits, axis=-1, direction="DESCENDING")  # (B, V)
+        probs = tf.nn.softmax(descending)
+        before = tf.math.cumsum(probs, axis=-1, exclusive=True)  # probability of the larger ones
+        kept = tf.where(before < top_p, descending, tf.float32.max)  # the first always stays
+        logits = tf.where(logits < tf.reduce_min(kept, axis=-1, keepdims=True), NEG_INF, logits)
+    return logits
+
+
+def sample_decode(tokens_to_logits, cache, batch_size, limits, loop_length, seed, top_k=0, top_p=1.0,
+                  temperature=1.0):
+    """Random sampling from the model's (filtered) next-token distribution.
+
+    Stateless: step `t` draws with the seed (seed, t), so the same seed,
+    input and batch give the same output. XLA compiles it too, and is as
+    repeatable, but its random numbers are not TensorFlow's kernels': the
+    same seed samples differently with and without XLA.
+    Returns ids (B, loop_length) as `greedy_decode` does, and (B,) scores:
+    the log-probabilities of the sampled tokens under the model itself
+    (temperature 1, unfiltered), summed.
+    """
+    seed = tf.cast(seed, tf.int32)
+
+    def choose(logits, step):
+        filtered = filter_logits(logits, top_k, top_p, temperature)
+        drawn = tf.random.stateless_categorical(filtered, 1, seed=tf.stack([seed, step]), dtype=tf.int32)
+        return drawn[:, 0]  # (B,)
+
+    return _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose)
 
 
 # ------------------------------------------------------------------ beam search
@@ -221,12 +320,20 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
 
 
 # ------------------------------------------------------------------ model-level API
+# `model` in the functions below is a Transformer, or a list of Transformers
+# sharing one vocabulary: an ensemble (`ensemble_tokens_to_logits`).
 _compiled = weakref.WeakKeyDictionary()
 
 
+def _as_models(model):
+    return check_ensemble(model) if isinstance(model, (list, tuple)) else [model]
+
+
 def _compiled_search(model, key, build):
-    """One tf.function per (model, search settings), traced for any batch and length."""
-    functions = _compiled.setdefault(model, {})
+    """One tf.function per (model or ensemble, search settings), traced for any batch and length."""
+    models = _as_models(model)
+    functions = _compiled.setdefault(models[0], {})
+    key = (tuple(id(m) for m in models),) + key
     if key not in functions:
         functions[key] = tf.function(build, input_signature=[tf.TensorSpec([None, None], tf.int32)])
     return functions[key]
@@ -241,12 +348,32 @@ def _check(beam_size, n_best, alpha):
         raise ValueError(f"alpha must be non-negative; got {alpha}.")
 
 
+def check_sampling(top_k=0, top_p=1.0, temperature=1.0):
+    """ValueError naming the first sampling setting outside its valid range."""
+    if int(top_k) != top_k or top_k < 0:
+        raise ValueError(f"sampling top-k must be a whole number >= 0 (0: the full distribution); got {top_k}.")
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"sampling top-p must be in (0, 1]; got {top_p}.")
+    if not temperature > 0.0:
+        raise ValueError(f"sampling temperature must be > 0; got {temperature}.")
+
+
 def greedy_search_graph(model, source_ids, max_length=None, use_cache=True,
                         extra_length=DEFAULT_EXTRA_LENGTH):
     """`greedy_search` without its own tf.function, to call inside another one."""
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
-    tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, 1, use_cache)
+    tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, 1, use_cache)
     return greedy_decode(tokens_to_logits, cache, tf.shape(source_ids)[0], limits, loop_length)
+
+
+def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0, max_length=None,
+                        use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH):
+    """`sample_search` without its own tf.function, to call inside another one."""
+    check_sampling(top_k, top_p, temperature)
+    limits, loop_length = output_limits(source_ids, max_length, extra_length)
+    tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, 1, use_cache)
+    return sample_decode(tokens_to_logits, cache, tf.shape(source_ids)[0], limits, loop_length, seed,
+                         int(top_k), float(top_p), float(temperature))
 
 
 def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None, use_cache=True, n_best=1,
@@ -255,7 +382,8 @@ def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None
     _check(beam_size, n_best, alpha)
     batch = tf.shape(source_ids)[0]
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
-    tokens_to_logits, cache = model_tokens_to_logits(model, source_ids, loop_length, beam_size, use_cache)
+    tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, beam_size,
+                                                        use_cache)
     ids, scores = beam_decode(tokens_to_logits, cache, batch, beam_size, float(alpha), limits,
                               loop_length, n_best)
     if n_best == 1:
@@ -273,6 +401,26 @@ def greedy_search(model, source_ids, max_length=None, use_cache=True, extra_leng
     fn = _compiled_search(
         model, ("greedy", max_length, use_cache, extra_length),
         lambda ids: greedy_search_graph(model, ids, max_length, use_cache, extra_length),
+    )
+    return fn(tf.convert_to_tensor(source_ids, tf.int32))
+
+
+def sample_search(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0, max_length=None,
+                  use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH):
+    """Random sampling of one translation per (B, S) source row.
+
+    top_k: sample among the k most likely tokens (0: all); top_p: among the
+    smallest set of tokens whose probability reaches p; temperature: divides
+    the logits (towards 0: greedy). The same seed, input and batch give the
+    same output. Returns (ids (B, L) int32, scores (B,)): the sampled tokens
+    (EOS, then PAD) and their summed log-probabilities under the model.
+    """
+    check_sampling(top_k, top_p, temperature)
+    fn = _compiled_search(
+        model, ("sample", int(seed), int(top_k), float(top_p), float(temperature), max_length, use_cache,
+                extra_length),
+        lambda ids: sample_search_graph(model, ids, seed, top_k, top_p, temperature, max_length, use_cache,
+                                        extra_length),
     )
     return fn(tf.convert_to_tensor(source_ids, tf.int32))
 

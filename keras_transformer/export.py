@@ -11,6 +11,11 @@ Signatures:
 - `translate_ids`: `source_ids` int32 [B, S] (pieces + EOS, 0-padded) ->
   `ids` int32 [B, L] (ending in EOS, then 0) and `scores` float32 [B].
 
+Exported with n-best (`scripts/export.py --n-best N`, N > 1), the outputs
+gain an axis: `translations` string [B, N] and `scores` float32 [B, N],
+best first, and `ids` int32 [B, N, L]. Sampling is not exported: serving
+is beam search.
+
 Beam size, alpha and the maximum lengths are fixed at export time. The
 SentencePiece model is embedded in the graph and also shipped as the asset
 `assets/sentencepiece.model`, for clients that want the vocabulary.
@@ -38,9 +43,12 @@ def next_version(base):
 
 def export_translator(translator, base):
     """Writes `translator` as a SavedModel to `<base>/<next version>/`; returns that path."""
+    if translator.sampling is not None:
+        raise ValueError("A sampling Translator cannot be exported; serving decodes with beam search.")
     path = os.path.join(base, str(next_version(base)))
     archive = keras.export.ExportArchive()
-    archive.track(translator.model)
+    for model in translator.models:
+        archive.track(model)
     archive.track(translator.tokenizer)
 
     def serve(sentences):

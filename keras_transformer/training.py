@@ -244,14 +244,16 @@ def restore(model_dir, weights=None):
     return config, model, tokenizer
 
 
-def make_translator(config, model, tokenizer, beam_size=None, alpha=None):
-    """A Translator with the run's decoding settings (overridable)."""
+def make_translator(config, model, tokenizer, beam_size=None, alpha=None, **options):
+    """A Translator with the run's decoding settings (overridable); `options`
+    (n_best, sampling) go to `Translator`. `model` may be a list (an ensemble)."""
     return Translator(
         model, tokenizer,
         beam_size=config.beam_size if beam_size is None else beam_size,
         alpha=config.alpha if alpha is None else alpha,
         max_input_length=config.max_length,
         extra_length=config.max_output_extra,
+        **options,
     )
 
 

@@ -27,29 +27,47 @@ from keras_transformer.data.tokenizer import EOS_ID, PAD_ID
 
 
 class Translator(tf.Module):
-    """Translates batches of sentences with a trained Transformer.
+    """Translates batches of sentences with a trained Transformer (or an ensemble).
 
     Args:
-        model: a `Transformer`.
+        model: a `Transformer`, or a list of them sharing the vocabulary (an
+            ensemble; see `decoding.ensemble_tokens_to_logits`).
         tokenizer: the run's `Tokenizer` (shared vocabulary).
         beam_size, alpha: beam search settings (paper: 4 and 0.6); beam 1
             with alpha 0 is greedy.
         max_input_length: longer inputs are truncated to this many pieces.
         extra_length: outputs have at most input length + this many pieces.
+        n_best: hypotheses per sentence (at most beam_size). With n_best > 1
+            translations and scores are (B, n_best), best first.
+        sampling: None for beam search, or a dict with any of top_k, top_p,
+            temperature and seed: random sampling (`decoding.sample_search`),
+            one translation per sentence.
     """
 
     def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, max_input_length=256,
-                 extra_length=decoding.DEFAULT_EXTRA_LENGTH, name="translator"):
+                 extra_length=decoding.DEFAULT_EXTRA_LENGTH, n_best=1, sampling=None, name="translator"):
         super().__init__(name=name)
-        decoding._check(beam_size, 1, alpha)
+        decoding._check(beam_size, n_best, alpha)
         if int(max_input_length) < 2:
             raise ValueError(f"max_input_length must be at least 2; got {max_input_length}.")
+        if sampling is not None:
+            unknown = set(sampling) - {"top_k", "top_p", "temperature", "seed"}
+            if unknown:
+                raise ValueError(f"Unknown sampling setting(s) {sorted(unknown)}; expected top_k, top_p, "
+                                 "temperature, seed.")
+            sampling = {"top_k": 0, "top_p": 1.0, "temperature": 1.0, "seed": 0, **sampling}
+            decoding.check_sampling(sampling["top_k"], sampling["top_p"], sampling["temperature"])
+            if int(n_best) != 1:
+                raise ValueError(f"n_best applies to beam search; sampling gives one translation, got n_best={n_best}.")
         self.model = model
+        self.models = decoding.check_ensemble(model if isinstance(model, (list, tuple)) else [model])
         self.tokenizer = tokenizer
         self.beam_size = int(beam_size)
         self.alpha = float(alpha)
         self.max_input_length = int(max_input_length)
         self.extra_length = int(extra_length)
+        self.n_best = int(n_best)
+        self.sampling = sampling
 
     def encode_sources(self, sentences):
         """(B,) strings -> (B, S) int32 source ids: pieces (truncated) + EOS, PAD-padded."""
@@ -60,23 +78,35 @@ class Translator(tf.Module):
         return ids.to_tensor(default_value=PAD_ID, shape=[None, None])
 
     def translate_ids(self, source_ids):
-        """(B, S) source ids -> ((B, L) output ids ending in EOS then PAD, (B,) scores)."""
+        """(B, S) source ids -> (output ids ending in EOS then PAD, scores):
+        ((B, L), (B,)), or ((B, n_best, L), (B, n_best)) with n_best > 1."""
+        if self.sampling is not None:
+            return decoding.sample_search_graph(
+                self.model, source_ids, self.sampling["seed"], self.sampling["top_k"], self.sampling["top_p"],
+                self.sampling["temperature"], extra_length=self.extra_length)
         return decoding.beam_search_graph(
-            self.model, source_ids, self.beam_size, self.alpha, extra_length=self.extra_length
+            self.model, source_ids, self.beam_size, self.alpha, n_best=self.n_best, extra_length=self.extra_length
         )
 
     def translate_strings(self, sentences):
-        """(B,) strings -> ((B,) translations, (B,) float32 scores). Runs in-graph."""
+        """(B,) strings -> (translations, float32 scores), (B,) each or (B, n_best). Runs in-graph."""
         sentences = tf.convert_to_tensor(sentences, tf.string)
         blank = tf.equal(tf.strings.length(tf.strings.strip(sentences)), 0)  # (B,)
         ids, scores = self.translate_ids(self.encode_sources(sentences))
-        translations = self.tokenizer.detokenize(ids)
+        if self.n_best > 1:
+            batch, length = tf.shape(ids)[0], tf.shape(ids)[2]
+            flat = self.tokenizer.detokenize(tf.reshape(ids, [-1, length]))  # (B*N,)
+            translations = tf.reshape(flat, [batch, self.n_best])  # (B, N)
+            blank = blank[:, None]
+        else:
+            translations = self.tokenizer.detokenize(ids)
         translations = tf.where(blank, "", translations)
         scores = tf.where(blank, 0.0, scores)
         return translations, scores
 
     def translate(self, sentences, batch_size=64, progress=True):
-        """Translates a Python list of str; returns (list of str, np.ndarray of scores)."""
+        """Translates a Python list of str; returns (list of str, np.ndarray of scores),
+        or with n_best > 1 (list of lists of str, (N, n_best) scores)."""
         return translate_in_batches(self._compiled(), sentences, batch_size, progress)
 
     def _compiled(self):
@@ -90,23 +120,26 @@ class Translator(tf.Module):
 def translate_in_batches(function, sentences, batch_size=64, progress=True):
     """Runs `function((B,) tf.string) -> (translations, scores)` over a list of str.
 
-    `function` returns tensors or arrays: (B,) UTF-8 bytes and (B,) float scores.
+    `function` returns tensors or arrays: (B,) UTF-8 bytes and (B,) float
+    scores, or (B, N) of each for n-best lists.
 
     Sentences are batched by length (fewer padded positions) and put back in
-    their original order; a progress line goes to stderr. Returns
-    (list of str, np.ndarray of float32 scores).
+    their original order; a progress line goes to stderr. Returns (list of
+    str, (len,) float32 scores), or (list of lists of str, (len, N) scores).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1; got {batch_size}.")
     sentences = list(sentences)
     order = np.argsort([len(s) for s in sentences], kind="stable")
-    translations, scores = [None] * len(sentences), np.zeros(len(sentences), np.float32)
+    translations, scores = [None] * len(sentences), [None] * len(sentences)
     start = time.perf_counter()
     for first in range(0, len(sentences), batch_size):
         chunk = order[first : first + batch_size]
         out, chunk_scores = function(tf.constant([sentences[i] for i in chunk], tf.string))
         for i, text, score in zip(chunk, np.asarray(out), np.asarray(chunk_scores)):
-            translations[i], scores[i] = text.decode("utf-8"), score
+            # (B,) or, with n-best, (B, N)
+            translations[i] = text.decode("utf-8") if isinstance(text, bytes) else [t.decode("utf-8") for t in text]
+            scores[i] = score
         if progress:
             done = min(first + batch_size, len(sentences))
             rate = done / max(time.perf_counter() - start, 1e-9)
@@ -114,4 +147,4 @@ def translate_in_batches(function, sentences, batch_size=64, progress=True):
                   file=sys.stderr, flush=True)
     if progress and sentences:
         print(file=sys.stderr)
-    return translations, scores
+    return translations, np.array(scores, np.float32)

@@ -158,3 +158,19 @@ def trained_tiny_run(tmp_path_factory, small_corpus):
                        model_dir=str(directory / "run"), export_dir="")
     training.train(config, verbose=0)
     return config.model_dir
+
+
+def run_entry_point(main, argv, capsys, stdin=None, monkeypatch=None):
+    """(exit code, stdout, stderr) of a `keras_transformer.cli` entry point called in
+    this process; errors exit through SystemExit. `stdin` needs `monkeypatch`."""
+    if stdin is not None:
+        import io
+        import sys
+
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    out, err = capsys.readouterr()
+    return code, out, err

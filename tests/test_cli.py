@@ -10,6 +10,7 @@ import pytest
 import sacrebleu
 
 from keras_transformer import attention_plot, export
+from tests.conftest import run_entry_point
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SENTENCES = ["It is half past seven.", "three hundred twenty-one", ""]
@@ -145,3 +146,144 @@ def test_benchmark_figures_are_consistent(small_corpus, tmp_path):
         best / figures["decode_ctranslate2_float32_tokens_per_s"])
     assert figures["ctranslate2_int8_vs_float32"] == pytest.approx(
         figures["decode_ctranslate2_int8_tokens_per_s"] / figures["decode_ctranslate2_float32_tokens_per_s"])
+
+
+# ------------------------------------------------------------------ decoding for data work
+NBEST_SENTENCES = ["It is half past seven.", "", "three hundred twenty-one"]
+
+
+def test_translate_n_best_writes_ranked_tsv(tiny_run_dir, capsys, monkeypatch):
+    from keras_transformer import cli, training
+
+    config, model, tokenizer = training.restore(tiny_run_dir)
+    expected, expected_scores = training.make_translator(config, model, tokenizer, n_best=3).translate(
+        NBEST_SENTENCES, progress=False)
+    code, out, err = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, "--n-best", "3"], capsys,
+                              "\n".join(NBEST_SENTENCES) + "\n", monkeypatch)
+    assert code == 0, err
+    rows = [line.split("\t") for line in out.split("\n")[:-1]]  # not splitlines(): outputs may hold \x1e
+    assert [(int(r[0]), int(r[1])) for r in rows] == [(i, k) for i in range(3) for k in range(3)]
+    for index, rank, score, text in rows:
+        assert text == expected[int(index)][int(rank)]
+        assert float(score) == pytest.approx(expected_scores[int(index)][int(rank)], abs=1e-5)
+    for i in (0, 2):
+        assert [float(r[2]) for r in rows if r[0] == str(i)] == sorted((float(r[2]) for r in rows if r[0] == str(i)),
+                                                                       reverse=True)
+    assert [r[3] for r in rows if r[0] == "1"] == ["", "", ""]  # a blank line: "" at every rank, score 0
+    code, _, err = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, "--n-best", "5"], capsys, "x\n",
+                            monkeypatch)
+    assert code == 1 and "n_best must be in [1, beam_size=4]; got 5" in err
+
+
+def test_translate_sampling_is_seeded_and_cold_sampling_is_greedy(tiny_run_dir, capsys, monkeypatch):
+    from keras_transformer import cli
+
+    text = "\n".join(NBEST_SENTENCES * 3) + "\n"
+
+    def translate(*flags):
+        code, out, err = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, *flags], capsys, text, monkeypatch)
+        assert code == 0, err
+        return out
+
+    first = translate("--sampling-topk", "0", "--seed", "3")
+    assert translate("--sampling-topk", "0", "--seed", "3") == first
+    assert translate("--sampling-topk", "0", "--seed", "4") != first
+    assert first.split("\n")[1] == ""  # blank in, blank out
+    greedy = translate("--beam-size", "1", "--alpha", "0")
+    assert translate("--sampling-temperature", "0.0001", "--seed", "8") == greedy
+    assert translate("--sampling-topk", "1", "--seed", "8") == greedy
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--sampling-topk", "-1"], "--sampling-topk must be a whole number >= 0 (0: the full distribution); got -1"),
+    (["--sampling-topp", "0"], "--sampling-topp must be in (0, 1]; got 0.0"),
+    (["--sampling-topp", "1.5"], "--sampling-topp must be in (0, 1]; got 1.5"),
+    (["--sampling-temperature", "-1"], "--sampling-temperature must be > 0; got -1.0"),
+    (["--sampling-topk", "5", "--n-best", "2"], "--n-best applies to beam search"),
+    (["--n-best", "0"], "--n-best must be at least 1; got 0"),
+])
+def test_bad_decoding_flags_name_the_value_and_range(tiny_run_dir, capsys, monkeypatch, flags, message):
+    from keras_transformer import cli
+
+    code, _, err = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, *flags], capsys, "x\n", monkeypatch)
+    assert code == 2 and message in err
+
+
+def test_ensembles_of_one_vocabulary_only(tiny_run_dir, tmp_path, capsys, monkeypatch, small_corpus):
+    import shutil
+
+    from keras_transformer import cli
+    from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, train_sentencepiece
+
+    alone = run_entry_point(cli.translate_main, ["--model", tiny_run_dir], capsys, "\n".join(NBEST_SENTENCES) + "\n",
+                     monkeypatch)
+    twice = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, "--model", tiny_run_dir], capsys,
+                     "\n".join(NBEST_SENTENCES) + "\n", monkeypatch)
+    assert alone[0] == twice[0] == 0 and twice[1] == alone[1]
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_run_dir, other)
+    train, _ = small_corpus
+    train_sentencepiece((s for pair in train[:500] for s in pair), 500, str(other / TOKENIZER_FILENAME))
+    code, _, err = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, "--model", str(other)], capsys, "x\n",
+                            monkeypatch)
+    assert code == 1 and "must share one vocabulary" in err and str(other) in err
+    code, _, err = run_entry_point(cli.score_main, ["--model-dir", tiny_run_dir, "--model-dir", str(other), "--input", "-"],
+                            capsys, "a\tb\n", monkeypatch)
+    assert code == 1 and "must share one vocabulary" in err
+
+
+def test_score_prints_beam_search_scores_of_its_own_translations(trained_tiny_run, small_corpus, tiny_run_dir,
+                                                                 tmp_path, capsys, monkeypatch):
+    """score.py on (source, translation) pairs reproduces the scores beam
+    search gave them (a trained run, whose outputs re-tokenize to themselves)."""
+    import tensorflow as tf
+
+    from keras_transformer import cli, training
+
+    config, model, tokenizer = training.restore(trained_tiny_run)
+    _, test = small_corpus
+    # Inputs the translator does not truncate (scoring never does: it scores what it is given).
+    sources = [source for source, _ in test[100:150]
+               if len(tokenizer.tokenize(tf.constant([source]))[0]) < config.max_length - 1][:20]
+    translations, scores = training.make_translator(config, model, tokenizer).translate(sources, progress=False)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{s}\t{t}\n" for s, t in zip(sources, translations)), encoding="utf-8")
+    code, out, err = run_entry_point(cli.score_main, ["--model-dir", trained_tiny_run, "--input", str(pairs),
+                                               "--batch-size", "7"], capsys)
+    assert code == 0, err
+    lines = out.split("\n")[:-1]
+    assert lines[0] == "index\tlog_prob\tper_token\tnormalized\tpieces"
+    rows = [line.split("\t") for line in lines[1:]]
+    assert [int(r[0]) for r in rows] == list(range(20))
+    for row, score in zip(rows, scores):
+        log_prob, per_token, normalized, pieces = float(row[1]), float(row[2]), float(row[3]), int(row[4])
+        assert normalized == pytest.approx(float(score), abs=2e-4)
+        assert per_token == pytest.approx(log_prob / pieces, abs=1e-5)
+        assert normalized == pytest.approx(log_prob / ((5 + pieces) / 6) ** 0.6, abs=1e-4)
+
+    pairs.write_text("one\tzwei\nno tab here\n", encoding="utf-8")
+    code, _, err = run_entry_point(cli.score_main, ["--model-dir", tiny_run_dir, "--input", str(pairs)], capsys)
+    assert code == 1 and f"{pairs}:2: expected source<TAB>target; got 1 field(s)." in err
+
+
+def test_exported_n_best_signature_has_a_hypothesis_axis(tiny_run_dir, translator, tmp_path, capsys):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from keras_transformer import cli, training
+
+    code, out, err = run_entry_point(cli.export_main, ["--model-dir", tiny_run_dir, "--output", str(tmp_path / "nb"),
+                                                "--n-best", "3"], capsys)
+    assert code == 0, err
+    served = tf.saved_model.load(out.strip()).signatures["serving_default"]
+    result = served(sentences=tf.constant(NBEST_SENTENCES))
+    assert result["translations"].shape == (3, 3) and result["scores"].shape == (3, 3)
+    config, model, tokenizer = training.restore(tiny_run_dir)
+    expected, expected_scores = training.make_translator(config, model, tokenizer, n_best=3).translate(
+        NBEST_SENTENCES, progress=False)
+    assert [[t.decode() for t in row] for row in result["translations"].numpy()] == expected
+    np.testing.assert_allclose(result["scores"].numpy(), expected_scores, atol=1e-4)
+    code, _, err = run_entry_point(cli.export_main, ["--model-dir", tiny_run_dir, "--output", str(tmp_path / "c"),
+                                              "--format", "ctranslate2", "--n-best", "2"], capsys)
+    assert code == 2 and "--n-best applies to --format saved_model" in err

@@ -9,6 +9,7 @@ import pytest
 from keras_transformer import cli, ctranslate2_export, inference, training
 from keras_transformer.config import RunConfig
 from keras_transformer.ctranslate2_translator import CTranslate2Translator, is_ctranslate2_model
+from tests.conftest import run_entry_point
 
 
 @pytest.fixture(scope="module")
@@ -22,22 +23,12 @@ def sentences(small_corpus):
     return [source for source, _ in test[40:100]]
 
 
-def run_cli(main, argv, capsys):
-    """(exit code, stdout, stderr) of an entry point; errors exit through SystemExit."""
-    try:
-        code = main(argv)
-    except SystemExit as exit_info:
-        code = exit_info.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_scripts_export_then_translate_like_the_run_at_alpha_0(trained_run, sentences, tmp_path, capsys):
     """export.py --format ctranslate2 then translate.py --model DIR prints,
     line for line, what translate.py prints for the training directory
     (beam 4, alpha 0; float32 weights), blank lines included."""
     output = str(tmp_path / "ct2")
-    code, out, _ = run_cli(cli.export_main, ["--model-dir", trained_run, "--format", "ctranslate2",
+    code, out, _ = run_entry_point(cli.export_main, ["--model-dir", trained_run, "--format", "ctranslate2",
                                              "--output", output, "--quantization", "float32"], capsys)
     assert code == 0 and out.strip() == output and is_ctranslate2_model(output)
     assert sorted(os.listdir(output)) == ["config.json", "keras_transformer.json", "model.bin",
@@ -48,9 +39,9 @@ def test_scripts_export_then_translate_like_the_run_at_alpha_0(trained_run, sent
 
     lines = sentences + ["", "   "]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _, ours, _ = run_cli(cli.translate_main, ["--model", trained_run, "--alpha", "0", "--input",
+    _, ours, _ = run_entry_point(cli.translate_main, ["--model", trained_run, "--alpha", "0", "--input",
                                               str(tmp_path / "in.txt")], capsys)
-    code, theirs, _ = run_cli(cli.translate_main, ["--model", output, "--alpha", "0", "--threads", "1",
+    code, theirs, _ = run_entry_point(cli.translate_main, ["--model", output, "--alpha", "0", "--threads", "1",
                                                    "--input", str(tmp_path / "in.txt")], capsys)
     assert code == 0
     assert theirs.split("\n") == ours.split("\n")
@@ -93,23 +84,23 @@ def test_bad_requests_are_refused_with_the_reason(trained_run, tmp_path, capsys,
     capsys.readouterr()
     assert json.load(open(os.path.join(output, "keras_transformer.json")))["quantization"] == "int8"  # default
 
-    code, _, err = run_cli(cli.export_main, ["--model-dir", trained_run, "--format", "ctranslate2",
+    code, _, err = run_entry_point(cli.export_main, ["--model-dir", trained_run, "--format", "ctranslate2",
                                              "--output", output], capsys)
     assert code == 1 and "already exists" in err
-    code, _, err = run_cli(cli.export_main, ["--model-dir", trained_run, "--output", output,
+    code, _, err = run_entry_point(cli.export_main, ["--model-dir", trained_run, "--output", output,
                                              "--quantization", "int8"], capsys)
     assert code == 2 and "--quantization applies to --format ctranslate2" in err
 
-    code, _, err = run_cli(cli.translate_main, ["--model", output, "--weights", "x.weights.h5",
+    code, _, err = run_entry_point(cli.translate_main, ["--model", output, "--weights", "x.weights.h5",
                                                 "--input", os.devnull], capsys)
     assert code == 1 and "its weights were fixed at export" in err
     with pytest.raises(ValueError, match="beam_size must be at least 1; got 0"):
         inference.load_translate_function(output, beam_size=0)
 
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # as if the extra were not installed
-    code, _, err = run_cli(cli.translate_main, ["--model", output, "--input", os.devnull], capsys)
+    code, _, err = run_entry_point(cli.translate_main, ["--model", output, "--input", os.devnull], capsys)
     assert code == 1 and 'pip install -e ".[ctranslate2]"' in err
-    code, _, err = run_cli(cli.export_main, ["--model-dir", trained_run, "--format", "ctranslate2",
+    code, _, err = run_entry_point(cli.export_main, ["--model-dir", trained_run, "--format", "ctranslate2",
                                              "--output", str(tmp_path / "other")], capsys)
     assert code == 1 and 'pip install -e ".[ctranslate2]"' in err
     assert not os.path.exists(tmp_path / "other")

@@ -36,7 +36,8 @@ README = os.path.join(ROOT, "README.md")
 README_PYTHON = os.path.join(ROOT, "tests", "helpers", "readme_python.py")
 MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": cli.evaluate_main,
          "export": cli.export_main, "average_checkpoints": cli.average_main,
-         "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main}
+         "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main, "score": cli.score_main,
+         "mix_backtranslation": cli.mix_backtranslation_main}
 
 # What runs each README command (matched by regular expression) and block.
 COMMANDS_RUN_BY = {
@@ -46,12 +47,21 @@ COMMANDS_RUN_BY = {
     r"^python scripts/train\.py --dataset wmt14_translate/de-en .*--strategy mirrored": "test_wmt_recipe",
     r"^python scripts/average_checkpoints\.py ": "test_wmt_recipe",
     r"^python scripts/evaluate\.py ": "test_wmt_recipe",
-    r"^python scripts/export\.py (?!.*--format ctranslate2)": "test_wmt_recipe",
+    r"^python scripts/export\.py --model-dir runs/wmt14-base ": "test_wmt_recipe",
     r"^python scripts/export\.py .*--format ctranslate2": "test_ctranslate2_commands",
     r"^echo .* \| python scripts/translate\.py --model ct2_models/": "test_ctranslate2_commands",
     r"^TF_CONFIG=.* python scripts/train\.py --strategy multi_worker ": "test_multi_worker_command",
     r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)": "test_translate_commands",
-    r"^python scripts/translate\.py ": "test_translate_commands",
+    r"^python scripts/translate\.py --model saved_models/": "test_translate_commands",
+    r"^python scripts/translate\.py --model runs/numerals_en_de-small --n-best ": "test_data_work_commands",
+    r"^python scripts/translate\.py --model runs/numerals_en_de-small --sampling-": "test_data_work_commands",
+    r"^python scripts/translate\.py --model runs/numerals_en_de-small --model ": "test_data_work_commands",
+    r"^python scripts/score\.py ": "test_data_work_commands",
+    r"^python scripts/export\.py .*--n-best ": "test_data_work_commands",
+    r"^python scripts/train\.py --dataset corpus\.de,corpus\.en ": "test_backtranslation_recipe",
+    r"^python scripts/translate\.py --model runs/de-en ": "test_backtranslation_recipe",
+    r"^python scripts/mix_backtranslation\.py ": "test_backtranslation_recipe",
+    r"^python scripts/train\.py --dataset mixed\.en,mixed\.de ": "test_backtranslation_recipe",
     r"^docker run ": "test_serving_commands",
     r"^curl ": "test_serving_commands",
     r"^python scripts/plot_attention\.py ": "test_plot_attention_command",
@@ -64,6 +74,7 @@ BLOCKS_RUN_BY = {
     "PredictionServiceStub": "test_serving_commands",
     "tf.saved_model.load(": "tests/test_main_job.py",
     "ctranslate2.Translator(": "test_ctranslate2_commands",
+    "decoding.sample_search(": "test_data_work_commands",
 }
 TINY_SCALE = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "1024", "--steps", "6",
               "--checkpoint-every", "1"]
@@ -206,7 +217,7 @@ def test_translate_commands(trained_checkout, translator):
     expected, _ = translator.translate([sentence] + SENTENCES, progress=False)
     assert bash(trained_checkout, from_stdin).stdout == expected[0] + "\n"
 
-    from_file = readme_command(r"^python scripts/translate\.py ")
+    from_file = readme_command(r"^python scripts/translate\.py --model saved_models/")
     (trained_checkout / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     bash(trained_checkout, from_file)
     assert (trained_checkout / "translations.txt").read_text(encoding="utf-8") == "\n".join(expected[1:]) + "\n"
@@ -258,6 +269,102 @@ def test_serving_commands(trained_checkout, translator):
             capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert grpc_client.returncode == 0, grpc_client.stderr[-3000:]
     assert ast.literal_eval(grpc_client.stdout.strip().splitlines()[-1]) == [expected]
+
+
+def test_data_work_commands(trained_checkout, tiny_run_dir, translator):
+    """n-best, sampling, an ensemble, scoring and the n-best export, as the
+    README runs them on the main job's run (here a tiny one, copied as the
+    second ensemble member), and the Python block on that model."""
+    import tensorflow as tf
+
+    from keras_transformer import decoding, scoring, training
+
+    checkout = trained_checkout
+    (checkout / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    second = checkout / "runs" / "numerals_en_de-small-seed2"
+    if not second.exists():
+        shutil.copytree(checkout / "runs" / "numerals_en_de-small", second)
+
+    bash(checkout, readme_command(r"--model runs/numerals_en_de-small --n-best "))
+    rows = [line.split("\t") for line in (checkout / "nbest.tsv").read_text(encoding="utf-8").split("\n")[:-1]]
+    n = int(re.search(r"--n-best (\d+)", readme_command(r"--n-best \d+ --input")).group(1))
+    assert [(int(r[0]), int(r[1])) for r in rows] == [(i, k) for i in range(len(SENTENCES)) for k in range(n)]
+    best, _ = translator.translate(SENTENCES, progress=False)
+    assert [r[3] for r in rows if r[1] == "0"] == best
+
+    sampling = readme_command(r"--model runs/numerals_en_de-small --sampling-")
+    first, again = bash(checkout, sampling).stdout, bash(checkout, sampling).stdout
+    assert first == again and len(first.split("\n")) == len(SENTENCES) + 1
+
+    ensemble = bash(checkout, readme_command(r"--model runs/numerals_en_de-small --model ")).stdout
+    assert ensemble == "\n".join(best) + "\n"  # two copies of one model: the model
+
+    pairs = [(s, t) for s, t in zip(SENTENCES, best)]
+    (checkout / "pairs.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    bash(checkout, readme_command(r"^python scripts/score\.py "))
+    scored = (checkout / "scores.tsv").read_text(encoding="utf-8").split("\n")
+    assert scored[0] == "index\tlog_prob\tper_token\tnormalized\tpieces" and len(scored) == len(pairs) + 2
+
+    exported = bash(checkout, readme_command(r"^python scripts/export\.py .*--n-best ")).stdout.strip()
+    assert exported == "saved_models/numerals_en_de_nbest/1"
+    served = tf.saved_model.load(str(checkout / exported)).signatures["serving_default"]
+    assert served(sentences=tf.constant(SENTENCES))["translations"].shape == (len(SENTENCES), n)
+
+    _, model, _ = training.restore(tiny_run_dir)
+    source_ids = translator.encode_sources(tf.constant(SENTENCES[:2]))
+    target_ids = tf.constant([[5, 6, 0], [7, 0, 0]])
+    namespace = {"model": model, "model_a": model, "model_b": model, "source_ids": source_ids,
+                 "target_ids": target_ids}
+    exec(readme_block("decoding.sample_search("), namespace)  # noqa: S102
+    assert namespace["ids"].shape[:2] == (2, 4) and namespace["scores"]["log_prob"].shape == (2,)
+    assert namespace["decoding"] is decoding and namespace["scoring"] is scoring
+
+
+@pytest.mark.slow
+def test_backtranslation_recipe(tmp_path, small_corpus):
+    """The four README commands, in order, on generated data and the tiny
+    preset: reverse model, sampled back-translations (repeatable by seed),
+    the tagged mix with real pairs last, and the forward run on the mix."""
+    checkout = make_checkout(tmp_path)
+    train, _ = small_corpus
+    real, monolingual = train[:600], train[600:700]
+    for path, lines in (("corpus.en", [s for s, _ in real]), ("corpus.de", [t for _, t in real]),
+                        ("mono.de", [t for _, t in monolingual])):
+        (checkout / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    scale = {"train.py": TINY_SCALE[:-4] + ["--vocab-size", "500", "--steps", "20", "--checkpoint-every", "20",
+                                          "--export-dir", ""]}
+    env = {"KT_TEST_SCALE": json.dumps(scale)}
+    reverse, sample, mix, forward = (readme_command(p) for p in (
+        r"^python scripts/train\.py --dataset corpus\.de,corpus\.en ", r"^python scripts/translate\.py --model runs/de-en ",
+        r"^python scripts/mix_backtranslation\.py ", r"^python scripts/train\.py --dataset mixed\.en,mixed\.de "))
+
+    bash(checkout, reverse, **env)
+    assert json.load(open(checkout / "runs" / "de-en" / "run_config.json"))["dataset"] == "corpus.de,corpus.en"
+    bash(checkout, sample, **env)
+    sampled = (checkout / "mono.sampled.en").read_text(encoding="utf-8")
+    bash(checkout, sample.replace("mono.sampled.en", "again.en"), **env)
+    assert (checkout / "again.en").read_text(encoding="utf-8") == sampled  # the seed fixes the sample
+    assert len(sampled.split("\n")) == len(monolingual) + 1
+
+    printed = bash(checkout, mix, **env).stdout
+    mixed_en = (checkout / "mixed.en").read_text(encoding="utf-8").split("\n")[:-1]
+    mixed_de = (checkout / "mixed.de").read_text(encoding="utf-8").split("\n")[:-1]
+    synthetic = [line for line in sampled.split("\n")[:-1]]
+    kept = [(s, t) for s, t in zip(synthetic, [t for _, t in monolingual]) if s.strip()]
+    assert mixed_en == [f"<BT> {s}" for s, _ in kept] + [s for s, _ in real]
+    assert mixed_de == [t for _, t in kept] + [t for _, t in real]
+    assert f"{len(kept)} synthetic (tagged <BT>), then {len(real)} real" in printed
+
+    trained = bash(checkout, forward, **env).stdout
+    assert re.search(r"^sacreBLEU \d+\.\d+", trained, re.M)
+    assert json.load(open(checkout / "runs" / "en-de-bt" / "run_config.json"))["dataset"] == "mixed.en,mixed.de"
+    # Its held-out pairs are the corpus' last lines: real text, never synthetic.
+    from keras_transformer import evaluation
+    from keras_transformer.config import RunConfig
+
+    test_sources, _ = evaluation.read_split(RunConfig.load(checkout / "runs" / "en-de-bt"), "test",
+                                            dataset=str(checkout / "mixed.en") + "," + str(checkout / "mixed.de"))
+    assert test_sources and not any(s.startswith("<BT>") for s in test_sources)
 
 
 def test_ctranslate2_commands(tmp_path, trained_tiny_run):
@@ -340,7 +447,7 @@ def test_wmt_recipe(tmp_path):
 
     evaluated = bash(checkout, readme_command(r"^python scripts/evaluate\.py "), **env)
     assert re.search(r"^sacreBLEU \d+\.\d+  \(nrefs:1\|", evaluated.stdout, re.M)
-    exported = bash(checkout, readme_command(r"^python scripts/export\.py (?!.*--format ctranslate2)"), **env)
+    exported = bash(checkout, readme_command(r"^python scripts/export\.py --model-dir runs/wmt14-base "), **env)
     assert sorted(os.listdir(checkout / "saved_models" / "wmt14-base")) == ["1", "2"]  # train.py exported 1
     assert "saved_models/wmt14-base/2" in exported.stdout
 

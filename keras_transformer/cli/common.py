@@ -9,15 +9,16 @@ def make_parser(prog, description):
                                    formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
 
-def restored_translator(parser, args):
-    """(config, Translator) for --model-dir/--weights/--beam-size/--alpha; exits 1 with a message on failure."""
+def restored_translator(parser, args, **options):
+    """(config, Translator) for --model-dir/--weights/--beam-size/--alpha, and
+    `options` for the Translator (n_best); exits 1 with a message on failure."""
     from keras_transformer import training  # noqa: PLC0415
 
     try:
         config, model, tokenizer = training.restore(args.model_dir, args.weights)
+        return config, training.make_translator(config, model, tokenizer, args.beam_size, args.alpha, **options)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"{parser.prog}: error: {error}\n")
-    return config, training.make_translator(config, model, tokenizer, args.beam_size, args.alpha)
 
 
 ALPHA_HELP = ("Length penalty exponent (default: the run's, 0.6). Our beam search divides log P by "

@@ -6,35 +6,88 @@ import sys
 from keras_transformer.cli.common import decoding_flags, make_parser, restored_translator
 
 
+def _sampling_flags(parser):
+    group = parser.add_argument_group(
+        "sampling", "Random sampling instead of beam search (e.g. for back-translation, Edunov et al., 2018); "
+        "any of these flags turns it on. One translation per sentence; training model directories only.")
+    group.add_argument("--sampling-topk", type=int, default=None,
+                       help="Sample among the K most likely pieces; 0 = the full distribution (default when "
+                       "sampling).")
+    group.add_argument("--sampling-topp", type=float, default=None,
+                       help="Sample among the smallest set of pieces whose probability reaches P, in (0, 1] "
+                       "(nucleus sampling; default 1).")
+    group.add_argument("--sampling-temperature", type=float, default=None,
+                       help="Divide the logits by T > 0 before sampling; towards 0 it becomes greedy (default 1).")
+    group.add_argument("--seed", type=int, default=0,
+                       help="Sampling seed: the same seed and input give the same translations.")
+
+
+def _sampling(parser, args):
+    """The Translator's `sampling` dict from the flags, or None; exits 2 naming a bad value."""
+    given = {"top_k": args.sampling_topk, "top_p": args.sampling_topp, "temperature": args.sampling_temperature}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return None
+    from keras_transformer import decoding  # noqa: PLC0415
+
+    try:
+        decoding.check_sampling(**given)
+    except ValueError as error:
+        parser.error(str(error).replace("sampling top-k", "--sampling-topk").replace(
+            "sampling top-p", "--sampling-topp").replace("sampling temperature", "--sampling-temperature"))
+    if args.n_best != 1:
+        parser.error(f"--n-best applies to beam search; sampling gives one translation per sentence, "
+                     f"got --n-best {args.n_best}.")
+    return {**given, "seed": args.seed}
+
+
 def translate_main(argv=None):
     parser = make_parser(
         "translate.py",
-        "Translate sentences, one per line, from a file or stdin to stdout.",
+        "Translate sentences, one per line, from a file or stdin to stdout. With --n-best N (N > 1), print "
+        "N hypotheses per sentence as TSV lines: input index (from 0), rank (0 = best), score, translation.",
     )
-    parser.add_argument("--model", required=True,
+    parser.add_argument("--model", required=True, action="append",
                         help="A training model directory (with run_config.json), an exported SavedModel "
                         "(a version directory, or its base: the highest version is used), or a CTranslate2 "
-                        "directory from export.py --format ctranslate2 (needs the ctranslate2 extra).")
+                        "directory from export.py --format ctranslate2 (needs the ctranslate2 extra). "
+                        "Repeat it with training directories of one vocabulary to decode with their ensemble "
+                        "(their next-piece probabilities averaged, as in fairseq).")
     parser.add_argument("--input", default="-", help="Input file, one sentence per line; - for stdin.")
     parser.add_argument("--batch-size", type=int, default=32, help="Sentences per decoding batch.")
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU threads of a CTranslate2 model (0: its default); TensorFlow picks its own.")
+    parser.add_argument("--n-best", type=int, default=1,
+                        help="Hypotheses per sentence, at most the beam size; above 1 the output is TSV (see "
+                        "above). Training model directories only.")
     decoding_flags(parser)
+    _sampling_flags(parser)
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error(f"--threads must be 0 or more; got {args.threads}.")
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be at least 1; got {args.batch_size}.")
+    if args.n_best < 1:
+        parser.error(f"--n-best must be at least 1; got {args.n_best}.")
+    sampling = _sampling(parser, args)
     from keras_transformer import inference  # noqa: PLC0415
 
     try:
         translate = inference.load_translate_function(args.model, args.beam_size, args.alpha, args.weights,
-                                                      args.threads)
+                                                      args.threads, args.n_best, sampling)
         lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="replace")
         with lines:
             sentences = [line.rstrip("\n") for line in lines]
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"translate.py: error: {error}\n")
+    if args.n_best > 1:
+        for line in inference.n_best_lines(translate, sentences, args.batch_size):
+            print(line)
+        return 0
     for translation in inference.translate_lines(translate, sentences, args.batch_size):
-        print(translation)
+        translation = translation if isinstance(translation, str) else translation[0]
+        # One line per input, even when a (sampled) translation holds a line break.
+        print(translation.replace("\r", " ").replace("\n", " "))
     return 0
 
 

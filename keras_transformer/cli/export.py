@@ -21,11 +21,19 @@ def export_main(argv=None):
     parser.add_argument("--quantization", default=None, choices=["int8", "int8_float32", "float16", "float32"],
                         help="ctranslate2 only: the stored weight type (default int8: 4x smaller than float32 "
                         "and the fastest on CPU).")
+    parser.add_argument("--n-best", type=int, default=1,
+                        help="saved_model only: hypotheses per sentence, at most the beam size. Above 1, "
+                        "serving_default returns translations string [B, N] and scores float32 [B, N], best "
+                        "first, and translate_ids returns ids int32 [B, N, L].")
     decoding_flags(parser)
     args = parser.parse_args(argv)
     if args.quantization is not None and args.format != "ctranslate2":
         parser.error(f"--quantization applies to --format ctranslate2; got --format {args.format}.")
-    _, translator = restored_translator(parser, args)
+    if args.n_best != 1 and args.format != "saved_model":
+        parser.error(f"--n-best applies to --format saved_model; got --format {args.format}.")
+    if args.n_best < 1:
+        parser.error(f"--n-best must be at least 1; got {args.n_best}.")
+    _, translator = restored_translator(parser, args, n_best=args.n_best)
     if args.format == "ctranslate2":
         from keras_transformer import ctranslate2_export  # noqa: PLC0415
 

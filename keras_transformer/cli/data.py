@@ -1,0 +1,40 @@
+"""`scripts/mix_backtranslation.py`."""
+
+from keras_transformer.cli.common import make_parser
+
+
+def mix_backtranslation_main(argv=None):
+    parser = make_parser(
+        "mix_backtranslation.py",
+        "Mix back-translated pairs with a real corpus into two line-aligned files for train.py "
+        "--dataset SOURCE,TARGET: synthetic pairs first, real ones last (a local corpus holds out its last "
+        "lines, so validation and test stay real).",
+    )
+    parser.add_argument("--synthetic", required=True,
+                        help="SOURCES,TARGETS: the reverse model's translations (e.g. from translate.py with "
+                        "--sampling-topk 0) and the monolingual text they translate, line by line.")
+    parser.add_argument("--real", required=True, help="SOURCES,TARGETS: the real parallel corpus.")
+    parser.add_argument("--output", required=True,
+                        help="SOURCES,TARGETS: the two files to write (the train.py --dataset value).")
+    parser.add_argument("--tag", nargs="?", const="<BT>", default=None,
+                        help="Start every synthetic source with this tag (tagged back-translation, Caswell et "
+                        "al., 2019); --tag alone uses <BT>. Without it, synthetic sources are left as they are.")
+    args = parser.parse_args(argv)
+    files = {}
+    for name in ("synthetic", "real", "output"):
+        parts = getattr(args, name).split(",")
+        if len(parts) != 2 or not all(parts):
+            parser.error(f"--{name} takes SOURCES,TARGETS (two paths and a comma); got {getattr(args, name)!r}.")
+        files[name] = parts
+    if args.tag is not None and (not args.tag.strip() or any(c.isspace() for c in args.tag)):
+        parser.error(f"--tag must be one word without spaces; got {args.tag!r}.")
+    from keras_transformer.data import backtranslation  # noqa: PLC0415
+
+    try:
+        counts = backtranslation.mix(*files["synthetic"], *files["real"], *files["output"], tag=args.tag)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"mix_backtranslation.py: error: {error}\n")
+    print(f"Wrote {counts['synthetic'] + counts['real']} pairs to {args.output}: {counts['synthetic']} synthetic"
+          f"{' (tagged ' + args.tag + ')' if args.tag else ''}, then {counts['real']} real; "
+          f"{counts['skipped_empty']} synthetic pair(s) with an empty side left out.")
+    return 0

@@ -1,0 +1,62 @@
+"""Mixing back-translated pairs with real ones (Sennrich et al., 2016; Edunov et al., 2018).
+
+A reverse (target -> source) model translates target-side monolingual text,
+by sampling for Edunov et al.'s gains; each synthetic source is paired with
+the real sentence it came from. `mix` writes the synthetic pairs and the
+real pairs as two line-aligned files, the `--dataset SOURCE,TARGET` of
+scripts/train.py:
+
+- synthetic pairs first, real pairs last: a local corpus keeps its last
+  lines for validation and test, so those stay real text;
+- optionally each synthetic source starts with a tag (Caswell et al., 2019,
+  "Tagged Back-Translation"), so the model can tell them from real sources.
+  The tag is plain text; it begins so many training sources that BPE gives
+  it pieces of its own. Sources given to the trained model carry no tag.
+"""
+
+import os
+
+DEFAULT_TAG = "<BT>"
+
+
+def _lines(path):
+    """The lines of a file, split at LF only (a CR or other separator inside a line stays in it)."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def mix(synthetic_sources, monolingual_targets, real_sources, real_targets, output_source, output_target, tag=None):
+    """Writes the mixed corpus; returns a dict of counts.
+
+    synthetic_sources: the reverse model's translations of
+        `monolingual_targets`, line by line.
+    real_sources, real_targets: the real parallel corpus, line-aligned.
+    tag: None, or a string put before every synthetic source (with a space).
+    Synthetic pairs with an empty side are left out and counted. Counts:
+    "synthetic", "real", "skipped_empty".
+    """
+    counts = {"synthetic": 0, "real": 0, "skipped_empty": 0}
+    pairs = []
+    for name, (sources, targets) in (("synthetic", (synthetic_sources, monolingual_targets)),
+                                     ("real", (real_sources, real_targets))):
+        source_lines, target_lines = _lines(sources), _lines(targets)
+        if len(source_lines) != len(target_lines):
+            raise ValueError(f"{sources!r} has {len(source_lines)} lines but {targets!r} has {len(target_lines)}; "
+                             "they must be line-aligned.")
+        for source, target in zip(source_lines, target_lines):
+            if name == "synthetic":
+                if not source.strip() or not target.strip():
+                    counts["skipped_empty"] += 1
+                    continue
+                source = f"{tag} {source}" if tag else source
+            pairs.append((source, target))
+            counts[name] += 1
+    for path, side in ((output_source, 0), (output_target, 1)):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.writelines(pair[side] + "\n" for pair in pairs)
+        os.replace(path + ".tmp", path)
+    return counts

@@ -1,0 +1,11 @@
+"""See `python scripts/mix_backtranslation.py --help`; the logic lives in keras_transformer.cli.mix_backtranslation_main."""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quiet TensorFlow start-up logs
+
+from keras_transformer.cli import mix_backtranslation_main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(mix_backtranslation_main())
