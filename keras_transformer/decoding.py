@@ -138,12 +138,13 @@ def ensemble_tokens_to_logits(models, source_ids, max_length, beam_size=1, use_c
 
 
 # ------------------------------------------------------------------ greedy
-def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose):
+def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose, with_scores=True):
     """One token per step, picked by `choose(logits (B, V), step) -> (B,) int32`.
 
     Returns ids (B, loop_length) int32 (the tokens, EOS included, then PAD)
     and scores (B,) float32: the sum of the model's log-probabilities of
-    the chosen tokens, EOS included.
+    the chosen tokens, EOS included (zeros, and no log-softmax per step,
+    without `with_scores`).
     """
     ids = tf.concat(
         [tf.fill([batch_size, 1], BOS_ID), tf.fill([batch_size, loop_length], PAD_ID)], axis=1
@@ -160,9 +161,9 @@ def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length,
         next_ids = choose(logits, step)  # (B,)
         next_ids = tf.where(step + 1 >= limits, EOS_ID, next_ids)  # the length limit forces EOS
         next_ids = tf.where(finished, PAD_ID, next_ids)
-        log_probs = tf.nn.log_softmax(logits)  # (B, V)
-        token_log_probs = tf.gather(log_probs, tf.maximum(next_ids, 0), batch_dims=1)  # (B,)
-        scores += tf.where(finished, 0.0, token_log_probs)
+        if with_scores:
+            token_log_probs = tf.gather(tf.nn.log_softmax(logits), next_ids, batch_dims=1)  # (B,)
+            scores += tf.where(finished, 0.0, token_log_probs)
         at_next = tf.equal(tf.range(loop_length + 1), step + 1)  # (L+1,): a select keeps shapes static for XLA
         ids = tf.where(at_next[None, :], next_ids[:, None], ids)
         return step + 1, ids, tf.logical_or(finished, tf.equal(next_ids, EOS_ID)), scores, cache
@@ -177,7 +178,8 @@ def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length):
     Returns (B, loop_length) int32: the tokens, EOS included, then PAD.
     """
     ids, _ = _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length,
-                                lambda logits, step: tf.argmax(logits, axis=-1, output_type=tf.int32))
+                                lambda logits, step: tf.argmax(logits, axis=-1, output_type=tf.int32),
+                                with_scores=False)
     return ids
 
 
