@@ -6,6 +6,7 @@ big ones (section 6.1). Checkpoints are Keras `.weights.h5` files named
 """
 
 import glob
+import json
 import os
 import re
 
@@ -86,3 +87,21 @@ def average_checkpoints(paths, output):
     finally:
         for source in sources:
             source.close()
+
+
+CHOICE_FILENAME = "model_choice.json"
+
+
+def default_weights(model_dir):
+    """The weights a trained run is used with: the model the main job chose
+    (`model_choice.json`, see `model_selection`), else the newest checkpoint."""
+    choice = os.path.join(model_dir, CHOICE_FILENAME)
+    if os.path.exists(choice):
+        with open(choice) as f:
+            path = os.path.join(model_dir, json.load(f)["path"])
+        if os.path.exists(path):
+            return path
+    found = list_checkpoints(os.path.join(model_dir, "checkpoints"))
+    if not found:
+        raise FileNotFoundError(f"No checkpoints in {os.path.join(model_dir, 'checkpoints')!r}.")
+    return found[-1]

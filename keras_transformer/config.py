@@ -16,7 +16,8 @@ STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 RUN_CONFIG_FILENAME = "run_config.json"
 # A run in a model directory can only be resumed with these unchanged.
-RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset")
+RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset", "validation", "test",
+                     "init_from")
 
 
 def is_local_dataset(spec):
@@ -52,6 +53,8 @@ class RunConfig:
     source_lang: str | None = _field(None, 'Source language key of a tfds translation dataset, e.g. en (default: its first supervised key).')
     target_lang: str | None = _field(None, 'Target language key of a tfds translation dataset, e.g. de (default: its second supervised key).')
     data_dir: str | None = _field(None, 'Where tfds keeps prepared datasets (default: ~/tensorflow_datasets).')
+    validation: str | None = _field(None, 'Held-out validation pairs, PATH.tsv or SOURCE_PATH,TARGET_PATH (default: the dataset\'s validation split; for a local corpus, 1,000 pairs (at most 2.5%%) drawn at random from the whole file). Training pairs equal to a validation pair are removed from training.')
+    test: str | None = _field(None, 'Held-out test pairs, as --validation (default: the dataset\'s test split, or another 1,000 pairs drawn from a local corpus, disjoint from validation).')
     vocab_size: int = _field(1000, 'Shared SentencePiece vocabulary size (the paper: 37000 for WMT14 En-De).')
     max_length: int = _field(64, 'Pairs longer than this many pieces (either side) are left out of training.')
 
@@ -69,6 +72,12 @@ class RunConfig:
     checkpoint_every: int = _field(200, 'Updates between checkpoints (and validation runs and backups).')
     keep_checkpoints: int = _field(5, 'Checkpoints kept on disk; the paper averages the last 5 (base) or 20 (big).')
     seed: int = _field(0, 'Seed of weights initialisation and data shuffling.')
+    init_from: str | None = _field(None, 'Fine-tune: start from the weights and the SentencePiece vocabulary of this trained run (a model directory). Its preset and vocabulary are used; the optimizer starts fresh.')
+
+    bleu_sentences: int = _field(500, 'After every checkpoint interval, translate this many validation sentences and log sacreBLEU and chrF as val_bleu and val_chrf (0: off).')
+    bleu_beam_size: int = _field(1, 'Beam size of that validation decoding (1: greedy, the fastest).')
+    early_stopping: int = _field(0, 'Stop after this many checkpoint intervals without a better val_bleu (0: never).')
+    average_last: int = _field(5, 'At the end, average the last this many kept checkpoints (the paper: 5 for base, 20 for big); the last, the averaged and the best (by val_bleu) checkpoints are scored on the validation set, and the best of the three is tested and exported.')
 
     beam_size: int = _field(4, 'Beam size for evaluation and export (the paper: 4).')
     alpha: float = _field(0.6, 'Length penalty exponent of beam search (the paper: 0.6).')
@@ -82,9 +91,17 @@ class RunConfig:
         _check_choice("strategy", self.strategy, STRATEGIES)
         _check_choice("precision", self.precision, PRECISIONS)
         for name in ("steps", "batch_tokens", "grad_accum", "checkpoint_every", "keep_checkpoints",
-                     "vocab_size", "max_length", "warmup_steps", "beam_size"):
+                     "vocab_size", "max_length", "warmup_steps", "beam_size", "bleu_beam_size", "average_last"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}.")
+        for name in ("bleu_sentences", "early_stopping"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be at least 0; got {getattr(self, name)}.")
+        if self.average_last > self.keep_checkpoints:
+            raise ValueError(f"average_last ({self.average_last}) cannot exceed keep_checkpoints "
+                             f"({self.keep_checkpoints}): only kept checkpoints can be averaged.")
+        if self.early_stopping and not self.bleu_sentences:
+            raise ValueError("early_stopping needs val_bleu; set bleu_sentences above 0.")
         # Each dataset and preset gets its own folders, so a run on another
         # corpus never resumes (or overwrites) the main job's.
         if self.model_dir is None:

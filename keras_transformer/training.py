@@ -13,7 +13,7 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_transformer import checkpoints, evaluation, export
+from keras_transformer import checkpoints, evaluation, fine_tuning, validation
 from keras_transformer.config import RUN_CONFIG_FILENAME, RunConfig
 from keras_transformer.data import pipeline, sources
 from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer, train_sentencepiece
@@ -95,22 +95,22 @@ def prepare_model_dir(config, directory=None):
     config.save(directory)
 
 
-def load_tokenizer(config, directory=None):
-    """The run's SentencePiece model, trained on the training split on first use."""
+def load_tokenizer(config, directory=None, max_pairs=1_000_000):
+    """The run's SentencePiece model. On first use it is copied from
+    `config.init_from`, or trained on a uniform sample of at most `max_pairs`
+    training pairs drawn from the whole training split (never its first lines)."""
     directory = directory or config.model_dir
     path = os.path.join(directory, TOKENIZER_FILENAME)
     if not os.path.exists(path):
-        pairs, _ = sources.load_pairs(config.dataset, "train", config.source_lang, config.target_lang,
-                                      config.data_dir)
-        max_pairs = 1_000_000
-
-        def sentences():
-            for source, target in pairs.take(max_pairs).as_numpy_iterator():
-                yield source.decode("utf-8", "replace")
-                yield target.decode("utf-8", "replace")
-
-        print(f"Training a {config.vocab_size}-piece SentencePiece model on {config.dataset} ...", flush=True)
-        train_sentencepiece(sentences(), config.vocab_size, path)
+        if config.init_from:
+            fine_tuning.copy_vocabulary(config.init_from, path)
+        else:
+            print(f"Sampling up to {max_pairs:,} training pairs of {config.dataset} for the vocabulary ...",
+                  flush=True)
+            pairs = sources.sample_training_pairs(config, max_pairs)
+            print(f"Training a {config.vocab_size}-piece SentencePiece model on {len(pairs):,} pairs ...",
+                  flush=True)
+            train_sentencepiece((text for pair in pairs for text in pair), config.vocab_size, path)
     return Tokenizer(path)
 
 
@@ -170,17 +170,34 @@ class Throughput(keras.callbacks.Callback):
             logs.update(self._figures)
 
 
-def make_callbacks(config, strategy, accuracy_metric):
-    """Backups, kept checkpoints, TensorBoard, TerminateOnNaN and throughput figures."""
+def make_callbacks(config, strategy, accuracy_metric, model, tokenizer):
+    """Validation BLEU (first, so that later callbacks see val_bleu), backups,
+    kept checkpoints, TensorBoard, TerminateOnNaN and throughput figures."""
     directory = worker_dir(config, strategy)
-    return [
-        keras.callbacks.TerminateOnNaN(),
+    callbacks = [keras.callbacks.TerminateOnNaN()]
+    if config.bleu_sentences:
+        sentences, references = evaluation.read_split(config, "validation", limit=config.bleu_sentences)
+        decoder = validation.ValidationDecoder(model, tokenizer, config.bleu_beam_size, config.alpha,
+                                               config.max_length, config.max_output_extra)
+        callbacks.append(validation.BleuValidation(os.path.join(directory, "checkpoints"), sentences, references,
+                                                   decoder.translate, patience=config.early_stopping,
+                                                   updates_per_epoch=min(config.checkpoint_every, config.steps)))
+    return callbacks + [
         # delete_checkpoint=False: the backup also lets a finished run be re-run as a no-op.
         keras.callbacks.BackupAndRestore(os.path.join(directory, "backup"), delete_checkpoint=False),
         checkpoints.KeepLastCheckpoints(os.path.join(directory, "checkpoints"), keep=config.keep_checkpoints),
         keras.callbacks.TensorBoard(os.path.join(directory, "logs"), update_freq=100),
         Throughput(accuracy_metric),
     ]
+
+
+def describe_training_data(config, stats):
+    """One line on the training split: pairs, skipped lines, held-out duplicates removed."""
+    if not stats.read:
+        return f"Training data: {config.dataset} (tfds; pairs equal to a validation or test pair are removed)"
+    skipped = ", ".join(f"{reason}: {count}" for reason, count in sorted(stats.skipped.items())) or "none"
+    return (f"Training data: {stats.read:,} pairs from {config.dataset}; skipped lines: {skipped}; "
+            f"removed as copies of validation/test pairs: {stats.held_out_duplicates:,}")
 
 
 def train(config, verbose="auto"):
@@ -197,50 +214,52 @@ def train(config, verbose="auto"):
     strategy = make_strategy(config.strategy)
     print(f"Strategy: {config.strategy}, {strategy.num_replicas_in_sync} replica(s) in sync", flush=True)
     directory = worker_dir(config, strategy)
+    if config.init_from:
+        fine_tuning.check_compatible(config)
     prepare_model_dir(config, directory)
     tokenizer = load_tokenizer(config, directory)
 
-    def train_pairs():
-        return sources.load_pairs(config.dataset, "train", config.source_lang, config.target_lang,
-                                  config.data_dir)[0]
-
+    _, train_stats = sources.load_split(config, "train")  # a local corpus is scanned here, once
+    print(describe_training_data(config, train_stats), flush=True)
     train_batches = pipeline.distributed_batches(
-        strategy, train_pairs, tokenizer, config.batch_tokens, config.max_length, training=True,
-        seed=config.seed,
+        strategy, lambda: sources.load_split(config, "train")[0], tokenizer, config.batch_tokens,
+        config.max_length, training=True, seed=config.seed,
     )
-    validation_pairs, _ = sources.load_pairs(config.dataset, "validation", config.source_lang,
-                                             config.target_lang, config.data_dir)
+    validation_pairs, _ = sources.load_split(config, "validation")
     validation_batches = pipeline.make_batches(
         validation_pairs, tokenizer, config.batch_tokens, config.max_length, training=False
     )
 
     with strategy.scope():
         accuracy = MaskedAccuracy()
-        model = compile_model(build_model(config, tokenizer.vocab_size), config, [accuracy])
+        model = build_model(config, tokenizer.vocab_size)
+        if config.init_from:
+            model.load_weights(fine_tuning.initial_weights(config.init_from))
+        compile_model(model, config, [accuracy])
 
+    checkpoint_dir = os.path.join(directory, "checkpoints")
+    if validation.stopped_early(checkpoint_dir, config.early_stopping):
+        print(f"The run in {directory!r} already stopped early; nothing to train.", flush=True)
+        model.load_weights(checkpoints.list_checkpoints(checkpoint_dir)[-1])
+        return model, tokenizer, strategy, None
     history = model.fit(
         train_batches,
         epochs=config.steps // interval,
         steps_per_epoch=interval * config.grad_accum,
         validation_data=validation_batches,
-        callbacks=make_callbacks(config, strategy, accuracy),
+        callbacks=make_callbacks(config, strategy, accuracy, model, tokenizer),
         verbose=verbose,
     )
     return model, tokenizer, strategy, history
 
 
 def restore(model_dir, weights=None):
-    """(config, model, tokenizer) of a trained run, with its newest checkpoint
-    or the given `.weights.h5` file (for example averaged checkpoints)."""
+    """(config, model, tokenizer) of a trained run, with the given `.weights.h5`
+    file or the run's own choice (`checkpoints.default_weights`)."""
     config = RunConfig.load(model_dir)
     tokenizer = Tokenizer(os.path.join(model_dir, TOKENIZER_FILENAME))
     model = build_model(config, tokenizer.vocab_size)
-    if weights is None:
-        found = checkpoints.list_checkpoints(os.path.join(model_dir, "checkpoints"))
-        if not found:
-            raise FileNotFoundError(f"No checkpoints in {os.path.join(model_dir, 'checkpoints')!r}.")
-        weights = found[-1]
-    model.load_weights(weights)
+    model.load_weights(weights or checkpoints.default_weights(model_dir))
     return config, model, tokenizer
 
 
@@ -255,33 +274,3 @@ def make_translator(config, model, tokenizer, beam_size=None, alpha=None, **opti
         extra_length=config.max_output_extra,
         **options,
     )
-
-
-def train_and_evaluate(config, examples=5):
-    """The main job: train (or resume), score the test split, export, show examples.
-
-    Returns a dict with the test scores, the hypotheses path and the export path.
-    """
-    start = time.perf_counter()
-    model, tokenizer, strategy, _ = train(config)
-    is_chief, _ = worker_role(strategy)
-    result = {"train_seconds": time.perf_counter() - start}
-    if not is_chief:
-        return result
-    translator = make_translator(config, model, tokenizer)
-    sentences, references = evaluation.read_split(config, "test")
-    scores = evaluation.evaluate(translator, sentences, references,
-                                 os.path.join(config.model_dir, "test.hypotheses.txt"))
-    print(f"\nTest set: {len(sentences)} sentences")
-    print(f"sacreBLEU {scores['bleu']:.2f}  ({scores['bleu_signature']})")
-    print(f"chrF      {scores['chrf']:.2f}  ({scores['chrf_signature']})")
-    print(f"Hypotheses written to {scores['hypotheses_path']}")
-    for source, hypothesis, reference in list(zip(sentences, scores["hypotheses"], references))[:examples]:
-        print(f"\n  source:    {source}\n  output:    {hypothesis}\n  reference: {reference}")
-    result.update({k: v for k, v in scores.items() if k != "hypotheses"})
-    if config.export_dir:
-        result["export_path"] = export.export_translator(translator, config.export_dir)
-        print(f"\nSavedModel exported to {result['export_path']}")
-    result["total_seconds"] = time.perf_counter() - start
-    print(f"Done in {result['total_seconds'] / 60:.1f} minutes.")
-    return result

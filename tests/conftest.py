@@ -4,6 +4,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import h5py  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -92,6 +93,15 @@ def write_tsv(path, pairs):
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(f"{s}\t{t}\n" for s, t in pairs)
     return str(path)
+
+
+def weights_by_name(path):
+    """{dataset path: array} of a .weights.h5 file, optimizer state left out."""
+    arrays = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: arrays.__setitem__(name, obj[()])
+                     if isinstance(obj, h5py.Dataset) and not name.startswith("optimizer") else None)
+    return arrays
 
 
 def varied_tiny_model(vocab=TINY_VOCAB, seed=0):

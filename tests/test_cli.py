@@ -48,7 +48,7 @@ def test_evaluate_prints_sacrebleu_of_the_written_hypotheses(tiny_run_dir, tmp_p
 
     _, references = evaluation.read_split(RunConfig.load(tiny_run_dir), "validation")
     hypotheses = open(output, encoding="utf-8").read().split("\n")[:-1]
-    assert len(hypotheses) == len(references) == 17
+    assert len(hypotheses) == len(references) == 8  # 2.5% of the 340 pairs
     bleu = sacrebleu.corpus_bleu(hypotheses, [references])
     chrf = sacrebleu.corpus_chrf(hypotheses, [references])
     lines = result.stdout.splitlines()
@@ -111,7 +111,7 @@ def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(smal
                     "--model-dir", str(tmp_path / "run"))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "dataset:                " + path + " (train)" in result.stdout
-    assert "pairs read:             285" in result.stdout  # 15 of 301 lines held out, 1 without a TAB
+    assert "pairs read:             286" in result.stdout  # 7 + 7 of 300 pairs held out (2.5% each)
     kept = int(re.search(r"^pairs kept: +(\d+)$", result.stdout, re.M).group(1))
     assert re.search(rf"^batches: +\d+ \({kept} pairs\)$", result.stdout, re.M)  # every kept pair is batched
     assert "  no TAB: 1" in result.stdout and "padding efficiency:" in result.stdout

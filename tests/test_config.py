@@ -33,7 +33,20 @@ def test_a_run_resumes_only_with_the_same_data_vocabulary_and_model():
     RunConfig(model_dir="run", steps=1600, batch_tokens=2048, strategy="mirrored", beam_size=2,
               keep_checkpoints=20).check_resumes(previous)
     for name, value in [("dataset", "c.tsv"), ("source_lang", "de"), ("target_lang", "en"),
-                        ("vocab_size", 37000), ("preset", "tiny")]:
+                        ("vocab_size", 37000), ("preset", "tiny"), ("validation", "v.tsv"), ("test", "t.tsv"),
+                        ("init_from", "runs/wmt")]:
         with pytest.raises(ValueError, match=f"'run' holds a run with other settings \\(--{name.replace('_', '-')} "):
             RunConfig(model_dir="run", **{name: value}).check_resumes(previous)
-    assert set(RESUME_MUST_MATCH) == {"dataset", "source_lang", "target_lang", "vocab_size", "preset"}
+    assert set(RESUME_MUST_MATCH) == {"dataset", "source_lang", "target_lang", "vocab_size", "preset",
+                                      "validation", "test", "init_from"}
+
+
+@pytest.mark.parametrize("values,message", [
+    ({"average_last": 6}, r"average_last \(6\) cannot exceed keep_checkpoints \(5\)"),
+    ({"early_stopping": 2, "bleu_sentences": 0}, "early_stopping needs val_bleu"),
+    ({"bleu_sentences": -1}, "bleu_sentences must be at least 0; got -1"),
+    ({"bleu_beam_size": 0}, "bleu_beam_size must be at least 1; got 0"),
+])
+def test_validation_settings_are_checked(values, message):
+    with pytest.raises(ValueError, match=message):
+        RunConfig(**values)

@@ -1,6 +1,7 @@
 """The main job, end to end: the README's `python scripts/train.py`, run word
 for word in a fresh checkout (CI has already run its `pip install -e .`)."""
 
+import json
 import os
 import re
 import time
@@ -8,6 +9,10 @@ import time
 import pytest
 
 from tests.test_readme import bash, make_checkout, readme_block, readme_command
+
+
+# Sentence-level exact match on the 1,000 test sentences that the default run must reach.
+EXACT_MATCH_FLOOR = 85.0
 
 
 @pytest.mark.slow
@@ -27,6 +32,19 @@ def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     bleu = float(re.search(r"^sacreBLEU (\d+\.\d+)  \(nrefs:1\|", result.stdout, re.M).group(1))
     assert bleu >= 90.0
     assert re.search(r"^chrF      \d+\.\d+", result.stdout, re.M)
+    exact = float(re.search(r"^exact match (\d+\.\d)% of sentences$", result.stdout, re.M).group(1))
+    assert exact >= EXACT_MATCH_FLOOR
+    # BLEU while training, the best and averaged checkpoints, and a choice that follows validation BLEU.
+    run = checkout / "runs" / "numerals_en_de-small"
+    scores = json.loads((run / "checkpoints" / "validation.json").read_text())["scores"]
+    assert sorted(map(int, scores)) == [0, 1, 2, 3] and all(s["val_bleu"] > 0 for s in scores.values())
+    assert "val_bleu" in result.stdout and "val_chrf" in result.stdout
+    assert (run / "checkpoints" / "best.weights.h5").exists() and (run / "checkpoints" / "average.weights.h5").exists()
+    choice = json.loads((run / "model_choice.json").read_text())
+    ranked = sorted(choice["scores"], key=lambda n: (choice["scores"][n]["bleu"], choice["scores"][n]["chrf"]))
+    assert choice["chosen"] == ranked[-1] and {"last", "average"} <= set(choice["scores"])
+    for name, figures in choice["scores"].items():
+        assert re.search(rf"^  {name}( \(chosen\))? +sacreBLEU +{figures['bleu']:.2f}  ", result.stdout, re.M)
     assert "tokens_per_sec" in result.stdout and "sec_per_step" in result.stdout  # progress is visible
     assert result.stdout.count("  reference: ") >= 3  # examples next to their references
     assert os.path.exists(checkout / "runs" / "numerals_en_de-small" / "test.hypotheses.txt")

@@ -23,13 +23,12 @@ import socket
 import subprocess
 import sys
 
-import h5py
 import numpy as np
 import pytest
 
 from keras_transformer import cli
 from keras_transformer.config import RunConfig
-from tests.conftest import write_tsv
+from tests.conftest import weights_by_name, write_tsv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -37,7 +36,7 @@ README_PYTHON = os.path.join(ROOT, "tests", "helpers", "readme_python.py")
 MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": cli.evaluate_main,
          "export": cli.export_main, "average_checkpoints": cli.average_main,
          "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main, "score": cli.score_main,
-         "mix_backtranslation": cli.mix_backtranslation_main}
+         "mix_backtranslation": cli.mix_backtranslation_main, "plot_history": cli.plot_history_main}
 
 # What runs each README command (matched by regular expression) and block.
 COMMANDS_RUN_BY = {
@@ -66,6 +65,11 @@ COMMANDS_RUN_BY = {
     r"^curl ": "test_serving_commands",
     r"^python scripts/plot_attention\.py ": "test_plot_attention_command",
     r"^python scripts/benchmark\.py ": "test_benchmark_command",
+    r"^python scripts/train\.py --init-from ": "test_fine_tuning_command",
+    r"^head -n -2000 ": "test_real_data_commands",
+    r"^tail -n 2000 ": "test_real_data_commands",
+    r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ": "test_real_data_commands",
+    r"^python scripts/plot_history\.py ": "test_real_data_commands",
 }
 BLOCKS_RUN_BY = {
     "kt.Transformer.from_preset": "test_python_api_blocks",
@@ -144,15 +148,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def weights_by_name(path):
-    """{dataset path: array} of a .weights.h5 file, optimizer state left out."""
-    arrays = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: arrays.__setitem__(name, obj[()])
-                     if isinstance(obj, h5py.Dataset) and not name.startswith("optimizer") else None)
-    return arrays
 
 
 def test_every_readme_command_and_block_is_run():
@@ -354,17 +349,20 @@ def test_backtranslation_recipe(tmp_path, small_corpus):
     assert mixed_en == [f"<BT> {s}" for s, _ in kept] + [s for s, _ in real]
     assert mixed_de == [t for _, t in kept] + [t for _, t in real]
     assert f"{len(kept)} synthetic (tagged <BT>), then {len(real)} real" in printed
+    # The held-out sets are the real corpus' drawn ones: the reverse run's, swapped.
+    from keras_transformer.data.local_corpus import LocalCorpus
+
+    reverse_run = LocalCorpus(f"{checkout}/corpus.de,{checkout}/corpus.en")
+    for split in ("validation", "test"):
+        written = (checkout / f"real.{split}.tsv").read_text(encoding="utf-8").splitlines()
+        assert [tuple(line.split("\t")) for line in written] == [(s, t) for t, s in reverse_run.split(split)]
+        assert len(written) == 15 and not any(line.startswith("<BT>") for line in written)
 
     trained = bash(checkout, forward, **env).stdout
     assert re.search(r"^sacreBLEU \d+\.\d+", trained, re.M)
     assert json.load(open(checkout / "runs" / "en-de-bt" / "run_config.json"))["dataset"] == "mixed.en,mixed.de"
-    # Its held-out pairs are the corpus' last lines: real text, never synthetic.
-    from keras_transformer import evaluation
-    from keras_transformer.config import RunConfig
-
-    test_sources, _ = evaluation.read_split(RunConfig.load(checkout / "runs" / "en-de-bt"), "test",
-                                            dataset=str(checkout / "mixed.en") + "," + str(checkout / "mixed.de"))
-    assert test_sources and not any(s.startswith("<BT>") for s in test_sources)
+    assert "Test set: 15 sentences" in trained
+    assert "removed as copies of validation/test pairs: 30" in trained  # the real copies inside the mix
 
 
 def test_ctranslate2_commands(tmp_path, trained_tiny_run):
@@ -403,8 +401,14 @@ def test_benchmark_command(tmp_path, small_corpus):
     os.makedirs(os.path.dirname(checkout / corpus_path))
     write_tsv(checkout / corpus_path, train[:400])  # the README's corpus path, with a small stand-in
     scale = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "256", "--length", "16",
-             "--train-steps", "1", "--decode-batch", "2", "--output-length", "6", "--engines-batch", "4"]
+             "--train-steps", "1", "--decode-batch", "2", "--output-length", "6", "--engines-batch", "4",
+             "--streaming-pairs", "3000"]
     out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"benchmark.py": scale})).stdout
+    streaming = re.findall(r"^7\. +([\d,]+) pairs: first update after +([\d.]+) s, peak RSS ([\d.]+) GB$", out, re.M)
+    assert [int(n.replace(",", "")) for n, _, _ in streaming] == [300, 3000]
+    (_, _, small_rss), (_, _, large_rss) = streaming
+    ratio = float(re.search(r"^7\. 10x the pairs: (\d+\.\d\d)x the peak RSS", out, re.M).group(1))
+    assert 0.3 < float(small_rss) < 8 and ratio == pytest.approx(float(large_rss) / float(small_rss), abs=0.01)
     lines = [line for line in out.splitlines() if re.match(r"^[1-6]\. ", line)]
     assert [line[:2] for line in lines] == ["1.", "2.", "2.", "2.", "3.", "4.", "5."] + ["6."] * 5
     bucketed, naive = map(float, re.search(r"bucketed (\d\.\d+), naive (\d\.\d+)", lines[6]).groups())
@@ -561,3 +565,56 @@ def test_builtin_corpus_block(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = [tuple(pair) for pair in json.load(open(dump))]
     assert len(loaded) == 1000 and sorted(loaded) == sorted(corpus.generate("test"))
+
+
+def test_fine_tuning_command(tmp_path, trained_tiny_run):
+    """The README's --init-from command, from a trained tiny run standing in for
+    runs/wmt14-base, on a small my_domain.tsv: the new run has the old one's
+    preset and vocabulary, validation scores, and a model choice."""
+    checkout = make_checkout(tmp_path)
+    shutil.copytree(trained_tiny_run, checkout / "runs" / "wmt14-base")
+    from keras_transformer.data import corpus
+
+    write_tsv(checkout / "my_domain.tsv", corpus.generate("test", 400))
+    scale = ["--batch-tokens", "1024", "--steps", "4", "--checkpoint-every", "2", "--max-output-extra", "5"]
+    out = bash(checkout, readme_command(r"^python scripts/train\.py --init-from "),
+               KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
+    tuned = checkout / "runs" / "wmt14-base-my_domain"
+    config = RunConfig.load(tuned)
+    assert (config.preset, config.vocab_size) == ("tiny", 500)
+    assert (tuned / "sentencepiece.model").read_bytes() == (checkout / "runs" / "wmt14-base" /
+                                                          "sentencepiece.model").read_bytes()
+    assert sorted(json.loads((tuned / "checkpoints" / "validation.json").read_text())["scores"]) == ["0", "1"]
+    chosen = json.loads((tuned / "model_choice.json").read_text())["chosen"]
+    assert re.search(rf"^Test set: \d+ sentences, {chosen} model$", out, re.M)
+
+
+def test_real_data_commands(tmp_path, small_corpus):
+    """The README's real-data section on a generated stand-in for the
+    LibreOffice corpus (2,300 pairs at ../shared/data/), a tiny model and 6
+    updates: the split commands, training with --test, and the plot."""
+    from keras_transformer.data import corpus
+
+    checkout = make_checkout(tmp_path)
+    pairs = corpus.generate("train", 2300)
+    os.makedirs(tmp_path / "shared" / "data")
+    write_tsv(tmp_path / "shared" / "data" / "libreoffice_help_en_de.tsv", pairs)
+    bash(checkout, readme_command(r"^head -n -2000 "))
+    bash(checkout, readme_command(r"^tail -n 2000 "))
+    assert (checkout / "libreoffice.test.tsv").read_text(encoding="utf-8") == "".join(
+        f"{s}\t{t}\n" for s, t in pairs[300:])
+    scale = TINY_SCALE + ["--checkpoint-every", "2", "--bleu-sentences", "5", "--max-output-extra", "5"]
+    out = bash(checkout, readme_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv "),
+               KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
+    # 300 training lines: validation draws 7 (2.5%), the explicit test set leaves training as it is.
+    assert "Training data: 293 pairs from libreoffice.train.tsv; skipped lines: none; " \
+           "removed as copies of validation/test pairs: 0" in out
+    assert re.search(r"^Test set: 2000 sentences, ", out, re.M)
+    for name in ("last", "average", "best"):
+        assert re.search(rf"^  {name}( \(chosen\))? +sacreBLEU +\d+\.\d\d  chrF +\d+\.\d\d  exact match", out,
+                         re.M) or name == "best"  # best is left out when it is the last interval
+    plotted = bash(checkout, readme_command(r"^python scripts/plot_history\.py ")).stdout.splitlines()
+    output = re.search(r"--output (\S+)", readme_command(r"^python scripts/plot_history\.py ")).group(1)
+    assert plotted[0].split() == ["updates", "minutes", "val_bleu", "val_chrf"]
+    assert [int(line.split()[0]) for line in plotted[1:4]] == [2, 4, 6] and plotted[4] == output
+    assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
-from keras_transformer import checkpoints, training
+from keras_transformer import checkpoints, training, validation
 from keras_transformer.config import RunConfig
 from tests.conftest import write_tsv
 
@@ -142,6 +142,20 @@ def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step
     assert optimizer_iterations(found[backed_up_epoch]) == 50 * (backed_up_epoch + 1)
     assert {p: os.path.getmtime(p) for p in before} == before
     assert "sacreBLEU" in second.stdout
+    # Validation BLEU: every interval scored once, and the best checkpoint and
+    # the patience counter are what an uninterrupted run with these scores has.
+    state = validation.read_state(ckpt_dir)
+    assert sorted(state["scores"]) == list(range(12))
+    bleu = [state["scores"][e]["val_bleu"] for e in range(12)]
+    best = bleu.index(max(bleu))
+    assert state["best_epoch"] == best and validation.progress(state["scores"]) == (best, 11 - best)
+    with h5py.File(os.path.join(ckpt_dir, validation.BEST_FILENAME), "r") as b, h5py.File(found[best], "r") as c:
+        names = []
+        c.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset)
+                     and not name.startswith("optimizer/") else None)
+        assert names and all(np.array_equal(b[name][()], c[name][()]) for name in names)
+    seconds = [state["scores"][e]["seconds"] for e in range(12)]
+    assert seconds == sorted(seconds)  # the resumed run continued the clock
 
 
 def test_auto_precision_uses_bfloat16_only_where_it_is_native():

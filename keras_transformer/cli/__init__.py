@@ -3,7 +3,8 @@
 `scripts/<name>.py` and the console scripts of setup.cfg (kt-train,
 kt-translate, ...) both call these. One module per family of commands:
 `train`, `decode` (translate, evaluate, plot_attention), `score`, `export`
-(export, average_checkpoints), `data` (mix_backtranslation) and `benchmark`; `common` holds the shared flags.
+(export, average_checkpoints), `data` (mix_backtranslation), `history` (plot_history) and
+`benchmark`; `common` holds the shared flags.
 """
 
 import os
@@ -14,8 +15,9 @@ from keras_transformer.cli.benchmark import benchmark_main  # noqa: E402
 from keras_transformer.cli.data import mix_backtranslation_main  # noqa: E402
 from keras_transformer.cli.decode import evaluate_main, plot_attention_main, translate_main  # noqa: E402
 from keras_transformer.cli.export import average_main, export_main  # noqa: E402
+from keras_transformer.cli.history import plot_history_main  # noqa: E402
 from keras_transformer.cli.score import score_main  # noqa: E402
 from keras_transformer.cli.train import train_main  # noqa: E402
 
 __all__ = ["average_main", "benchmark_main", "evaluate_main", "export_main", "mix_backtranslation_main",
-           "plot_attention_main", "score_main", "train_main", "translate_main"]
+           "plot_attention_main", "plot_history_main", "score_main", "train_main", "translate_main"]

@@ -10,7 +10,7 @@ def benchmark_main(argv=None):
         "Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
         "and a keras-hub model of the same size), cached against uncached beam search, optionally the "
         "padding efficiency of bucketed batches on a corpus, and beam search in our float32 and "
-        "mixed_bfloat16 against CTranslate2 float32 and int8 on the same weights. Ratios carry the claims.",
+        "mixed_bfloat16 against CTranslate2 float32 and int8 on the same weights, and optionally memory and start-up time of training on a large local corpus. Ratios carry the claims.",
     )
     parser.add_argument("--preset", default="base", choices=sorted(presets.PRESETS), help="Model size to time.")
     parser.add_argument("--vocab-size", type=int, default=37000, help="Vocabulary of the timed models.")
@@ -23,7 +23,13 @@ def benchmark_main(argv=None):
     parser.add_argument("--skip-training", action="store_true", help="Leave out the training figures.")
     parser.add_argument("--engines-batch", type=int, default=32,
                         help="Sentences per batch when comparing our beam search with CTranslate2's.")
+    parser.add_argument("--streaming-pairs", type=int, default=0,
+                        help="Also time training's start on generated TSV corpora of this many pairs and a "
+                        "tenth of it: peak RSS and seconds to the first update, each in a fresh process "
+                        "(the README uses 4500000, WMT14's size; 0: skip).")
     args = parser.parse_args(argv)
+    if args.streaming_pairs < 0:
+        parser.error(f"--streaming-pairs must be at least 0; got {args.streaming_pairs}.")
     for name in ("vocab_size", "batch_tokens", "length", "train_steps", "decode_batch", "output_length",
                  "engines_batch"):
         if getattr(args, name) < 1:
@@ -33,4 +39,8 @@ def benchmark_main(argv=None):
     benchmark.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
                             args.decode_batch, args.output_length, args.corpus, args.skip_training,
                             args.engines_batch)
+    if args.streaming_pairs:
+        from keras_transformer import streaming_benchmark  # noqa: PLC0415
+
+        streaming_benchmark.streaming_figures(args.streaming_pairs)
     return 0

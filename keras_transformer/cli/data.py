@@ -7,8 +7,8 @@ def mix_backtranslation_main(argv=None):
     parser = make_parser(
         "mix_backtranslation.py",
         "Mix back-translated pairs with a real corpus into two line-aligned files for train.py "
-        "--dataset SOURCE,TARGET: synthetic pairs first, real ones last (a local corpus holds out its last "
-        "lines, so validation and test stay real).",
+        "--dataset SOURCE,TARGET: synthetic pairs first, real ones last; with --held-out, also the real "
+        "corpus' validation and test pairs, so that the run on the mix is scored on real text.",
     )
     parser.add_argument("--synthetic", required=True,
                         help="SOURCES,TARGETS: the reverse model's translations (e.g. from translate.py with "
@@ -19,6 +19,10 @@ def mix_backtranslation_main(argv=None):
     parser.add_argument("--tag", nargs="?", const="<BT>", default=None,
                         help="Start every synthetic source with this tag (tagged back-translation, Caswell et "
                         "al., 2019); --tag alone uses <BT>. Without it, synthetic sources are left as they are.")
+    parser.add_argument("--held-out", default=None, metavar="PREFIX",
+                        help="Also write the validation and test pairs that train.py draws from the real corpus "
+                        "to PREFIX.validation.tsv and PREFIX.test.tsv; pass them to train.py --validation and "
+                        "--test for the run on the mix.")
     args = parser.parse_args(argv)
     files = {}
     for name in ("synthetic", "real", "output"):
@@ -31,10 +35,14 @@ def mix_backtranslation_main(argv=None):
     from keras_transformer.data import backtranslation  # noqa: PLC0415
 
     try:
-        counts = backtranslation.mix(*files["synthetic"], *files["real"], *files["output"], tag=args.tag)
+        counts = backtranslation.mix(*files["synthetic"], *files["real"], *files["output"], tag=args.tag,
+                                    held_out_prefix=args.held_out)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"mix_backtranslation.py: error: {error}\n")
     print(f"Wrote {counts['synthetic'] + counts['real']} pairs to {args.output}: {counts['synthetic']} synthetic"
           f"{' (tagged ' + args.tag + ')' if args.tag else ''}, then {counts['real']} real; "
           f"{counts['skipped_empty']} synthetic pair(s) with an empty side left out.")
+    if args.held_out:
+        print(f"Held out from the real corpus: {counts['validation']} validation pairs in "
+              f"{args.held_out}.validation.tsv, {counts['test']} test pairs in {args.held_out}.test.tsv.")
     return 0

@@ -6,8 +6,11 @@ the real sentence it came from. `mix` writes the synthetic pairs and the
 real pairs as two line-aligned files, the `--dataset SOURCE,TARGET` of
 scripts/train.py:
 
-- synthetic pairs first, real pairs last: a local corpus keeps its last
-  lines for validation and test, so those stay real text;
+- synthetic pairs first, real pairs last;
+- the validation and test pairs that a run on the real corpus alone draws
+  (`local_corpus`; a reverse-direction run draws the same) can be written as
+  explicit held-out sets, so the run on the mix is scored on real text only
+  and never trains on those pairs;
 - optionally each synthetic source starts with a tag (Caswell et al., 2019,
   "Tagged Back-Translation"), so the model can tell them from real sources.
   The tag is plain text; it begins so many training sources that BPE gives
@@ -28,15 +31,20 @@ def _lines(path):
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def mix(synthetic_sources, monolingual_targets, real_sources, real_targets, output_source, output_target, tag=None):
+def mix(synthetic_sources, monolingual_targets, real_sources, real_targets, output_source, output_target, tag=None,
+        held_out_prefix=None):
     """Writes the mixed corpus; returns a dict of counts.
 
     synthetic_sources: the reverse model's translations of
         `monolingual_targets`, line by line.
     real_sources, real_targets: the real parallel corpus, line-aligned.
     tag: None, or a string put before every synthetic source (with a space).
+    held_out_prefix: if given, the real corpus' drawn validation and test
+        pairs go to PREFIX.validation.tsv and PREFIX.test.tsv, for train.py's
+        --validation and --test.
     Synthetic pairs with an empty side are left out and counted. Counts:
-    "synthetic", "real", "skipped_empty".
+    "synthetic", "real", "skipped_empty", and "validation" and "test" with
+    a prefix.
     """
     counts = {"synthetic": 0, "real": 0, "skipped_empty": 0}
     pairs = []
@@ -59,4 +67,15 @@ def mix(synthetic_sources, monolingual_targets, real_sources, real_targets, outp
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             f.writelines(pair[side] + "\n" for pair in pairs)
         os.replace(path + ".tmp", path)
+    if held_out_prefix:
+        from keras_transformer.data.local_corpus import LocalCorpus  # noqa: PLC0415  (loads TensorFlow)
+
+        real = LocalCorpus(f"{real_sources},{real_targets}")
+        for split in ("validation", "test"):
+            held_out = real.split(split)
+            path = f"{held_out_prefix}.{split}.tsv"
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                f.writelines(f"{source}\t{target}\n" for source, target in held_out)
+            os.replace(path + ".tmp", path)
+            counts[split] = len(held_out)
     return counts

@@ -14,12 +14,13 @@ def inspect_data(config, tokenizer, split="train"):
     average, in corpus order, padded to each batch's longest pair.
     Returns the summary as a dict.
     """
-    pairs, read_stats = sources.load_pairs(config.dataset, split, config.source_lang, config.target_lang,
-                                           config.data_dir)
+    pairs, read_stats = sources.load_split(config, split)
     kept, over_long, empty = pipeline.count_lengths(pairs, tokenizer, config.max_length)
     skipped = dict(read_stats.skipped)
     if empty:
         skipped["empty side"] = skipped.get("empty side", 0) + empty
+    if read_stats.held_out_duplicates:
+        skipped["copy of a validation/test pair"] = read_stats.held_out_duplicates
     if over_long:
         skipped[f"over-long (> {config.max_length} pieces)"] = over_long
     batches = pipeline.make_batches(pairs, tokenizer, config.batch_tokens, config.max_length, training=False)

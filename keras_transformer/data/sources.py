@@ -10,124 +10,48 @@ A dataset spec (`--dataset`) is one of:
 - `SOURCE_PATH,TARGET_PATH`: two line-aligned files.
 """
 
-import collections
-import dataclasses
-import os
-
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_transformer.config import is_local_dataset
 from keras_transformer.data import builtin_dataset  # noqa: F401  (registers the tfds builder)
+from keras_transformer.data.local_corpus import ReadStats, open_corpus, read_held_out, reservoir_sample
 
 DEFAULT_DATASET = builtin_dataset.NAME
 
 
-@dataclasses.dataclass
-class ReadStats:
-    """Counts of pairs read and skipped. `skipped` maps a reason to a count."""
-
-    read: int = 0
-    skipped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-
-    def skip(self, reason, count=1):
-        self.skipped[reason] += count
-
-
-def _decode(raw, stats):
-    try:
-        return raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        stats.skip("undecodable")
-        return None
-
-
-def _keep(source, target, stats):
-    if not source.strip() or not target.strip():
-        stats.skip("empty side")
-        return False
-    stats.read += 1
-    return True
-
-
-def read_tsv(path, stats):
-    """Pairs from a `source<TAB>target` file."""
-    pairs = []
-    with open(path, "rb") as f:
-        for raw in f:
-            line = _decode(raw, stats)
-            if line is None:
-                continue
-            if "\t" not in line:
-                stats.skip("no TAB")
-                continue
-            source, target = line.split("\t", 1)
-            if "\t" in target:
-                stats.skip("more than one TAB")
-                continue
-            if _keep(source, target, stats):
-                pairs.append((source.strip(), target.strip()))
-    return pairs
-
-
-def read_parallel(source_path, target_path, stats):
-    """Pairs from two line-aligned files; a line-count mismatch is an error."""
-    with open(source_path, "rb") as f:
-        source_lines = f.readlines()
-    with open(target_path, "rb") as f:
-        target_lines = f.readlines()
-    if len(source_lines) != len(target_lines):
-        raise ValueError(
-            f"{source_path!r} has {len(source_lines)} lines but {target_path!r} has "
-            f"{len(target_lines)}; line-aligned files must have the same number of lines."
-        )
-    pairs = []
-    for raw_source, raw_target in zip(source_lines, target_lines):
-        source, target = _decode(raw_source, stats), None
-        if source is not None:
-            target = _decode(raw_target, stats)
-        if source is None or target is None:
-            continue
-        if _keep(source, target, stats):
-            pairs.append((source.strip(), target.strip()))
-    return pairs
-
-
-def _local_pairs(spec, stats):
-    paths = spec.split(",") if "," in spec else [spec]
-    for path in paths:
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"Dataset file {path!r} does not exist.")
-    if len(paths) == 2:
-        return read_parallel(paths[0], paths[1], stats)
-    if len(paths) == 1:
-        return read_tsv(paths[0], stats)
-    raise ValueError(f"A local dataset is PATH.tsv or SOURCE,TARGET; got {spec!r}.")
-
-
-def local_split(pairs, split, held_out=1000):
-    """Splits one local corpus: the last `held_out` pairs (at most 5%) are
-    validation and test; the rest is train."""
-    held_out = min(held_out, len(pairs) // 20)
-    if split == "train":
-        return pairs[: len(pairs) - held_out]
-    return pairs[len(pairs) - held_out:]
-
-
-def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, held_out=1000):
+def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, validation=None, test=None,
+               held_out=1000, seed=0):
     """(tf.data.Dataset of (source, target) tf.string pairs, ReadStats).
+
+    validation, test: explicit held-out sets (PATH.tsv or SOURCE,TARGET).
+        Given, they are that split. Training pairs equal to a validation or
+        test pair (explicit, drawn, or a tfds dataset's own) are removed
+        from the "train" split.
+    held_out: pairs per held-out set drawn from a local corpus (see
+        `local_corpus`), which has no splits of its own.
+    seed: the order in which a local corpus' training shards are read.
 
     For tfds datasets, the languages default to the dataset's supervised keys
     and empty sides are filtered in the pipeline (counted by `count_pairs`).
-    For a local corpus without separate splits, see `local_split`.
+    A local corpus' "train" split is streamed from disk; its stats count the
+    training pairs, the skipped lines and the held-out duplicates removed.
     """
-    stats = ReadStats()
+    explicit = {"validation": validation, "test": test}
     if is_local_dataset(spec):
-        pairs = local_split(_local_pairs(spec, stats), split, held_out)
+        corpus = open_corpus(spec, validation, test, held_out)
+        if split == "train":
+            if corpus.stats.read == 0:
+                raise ValueError(f"No usable sentence pairs in {spec!r} for split 'train'.")
+            return corpus.train_dataset(seed), corpus.stats
+        pairs = corpus.split(split)
         if not pairs:
-            raise ValueError(f"No usable sentence pairs in {spec!r} for split {split!r}.")
-        sources, targets = zip(*pairs)
-        return tf.data.Dataset.from_tensor_slices((list(sources), list(targets))), stats
+            raise ValueError(f"No usable sentence pairs in {spec!r} for split {split!r}; "
+                             f"pass --{split} with a held-out set.")
+        return _from_pairs(pairs), ReadStats(read=len(pairs))
+    if split in explicit and explicit[split]:
+        pairs = read_held_out(explicit[split])
+        return _from_pairs(pairs), ReadStats(read=len(pairs))
     try:
         builder = tfds.builder(spec, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError as error:
@@ -145,7 +69,58 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, h
     builder.download_and_prepare()
     dataset = builder.as_dataset(split=split, shuffle_files=False)
     dataset = dataset.map(lambda ex: (ex[source_lang], ex[target_lang]), num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset, stats
+    if split == "train":
+        held_out_pairs = []
+        for name, held_out_spec in explicit.items():
+            if held_out_spec:
+                held_out_pairs += read_held_out(held_out_spec)
+            elif name in builder.info.splits:
+                held_out_pairs += [(s.decode("utf-8").strip(), t.decode("utf-8").strip()) for s, t in
+                                   tfds.as_numpy(builder.as_dataset(split=name).map(
+                                       lambda ex: (ex[source_lang], ex[target_lang])))]
+        if held_out_pairs:
+            dataset = without_pairs(dataset, held_out_pairs)
+    return dataset, ReadStats()
+
+
+def load_split(config, split, dataset=None):
+    """`load_pairs` for a split of a run's data (its dataset, languages and
+    held-out sets); `dataset` replaces the run's dataset and its held-out sets."""
+    if dataset and dataset != config.dataset:
+        return load_pairs(dataset, split, config.source_lang, config.target_lang, config.data_dir)
+    return load_pairs(config.dataset, split, config.source_lang, config.target_lang, config.data_dir,
+                      validation=config.validation, test=config.test, seed=config.seed)
+
+
+def sample_training_pairs(config, k, seed=0):
+    """A uniform sample of `k` training pairs (str, str) from the whole
+    training split of the run's data, held-out pairs excluded: one pass, O(k)
+    memory (`local_corpus.reservoir_sample`)."""
+    if is_local_dataset(config.dataset):
+        pairs = open_corpus(config.dataset, config.validation, config.test).iter_train()
+    else:
+        pairs = ((s.decode("utf-8", "replace"), t.decode("utf-8", "replace"))
+                 for s, t in nonempty(load_split(config, "train")[0]).as_numpy_iterator())
+    return reservoir_sample(pairs, k, seed)
+
+
+def _from_pairs(pairs):
+    sources, targets = zip(*pairs)
+    return tf.data.Dataset.from_tensor_slices((list(sources), list(targets)))
+
+
+def without_pairs(dataset, pairs):
+    """`dataset` of (source, target) strings without the pairs equal (after
+    stripping) to one of `pairs`."""
+    keys = tf.constant(sorted({f"{s}\t{t}" for s, t in pairs}))
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(keys, tf.ones_like(keys, tf.int32)), default_value=0)
+
+    def keep(source, target):
+        key = tf.strings.join([tf.strings.strip(source), tf.strings.strip(target)], separator="\t")
+        return table.lookup(key) == 0
+
+    return dataset.filter(keep)
 
 
 def nonempty(dataset):

@@ -9,43 +9,33 @@ def as_list(dataset):
     return [(s.decode(), t.decode()) for s, t in dataset.as_numpy_iterator()]
 
 
-def test_tsv_skips_and_counts_malformed_lines(tmp_path):
-    path = tmp_path / "corpus.tsv"
-    path.write_bytes(
-        b"one\teins\n"
-        b"no tab here\n"
-        b"\tleer\n"
-        b"bad \xff\xfe bytes\tkaputt\n"
-        b"two\tzwei\n"
-        b"a\tb\tc\n"
-    )
-    stats = sources.ReadStats()
-    assert sources.read_tsv(str(path), stats) == [("one", "eins"), ("two", "zwei")]
-    assert stats.read == 2
-    assert dict(stats.skipped) == {"no TAB": 1, "empty side": 1, "undecodable": 1, "more than one TAB": 1}
-
-
-def test_two_line_aligned_files(tmp_path):
-    (tmp_path / "a.en").write_text("one\ntwo\n\nthree\n", encoding="utf-8")
-    (tmp_path / "a.de").write_text("eins\nzwei\nleer\ndrei\n", encoding="utf-8")
-    pairs, stats = sources.load_pairs(f"{tmp_path}/a.en,{tmp_path}/a.de", "train", held_out=0)
-    assert as_list(pairs) == [("one", "eins"), ("two", "zwei"), ("three", "drei")]
-    assert stats.skipped == {"empty side": 1}
-
-
-def test_mismatched_line_counts_are_an_error(tmp_path):
-    (tmp_path / "a.en").write_text("one\ntwo\n")
-    (tmp_path / "a.de").write_text("eins\n")
-    with pytest.raises(ValueError, match="2 lines but .* has 1"):
-        sources.load_pairs(f"{tmp_path}/a.en,{tmp_path}/a.de", "train")
-
-
-def test_local_corpus_holds_out_its_tail_for_validation(tmp_path):
-    pairs = [(f"s{i}", f"t{i}") for i in range(100)]
+def test_local_splits_and_explicit_held_out_sets(tmp_path):
+    pairs = [(f"s{i}", f"t{i}") for i in range(400)]
     path = write_tsv(tmp_path / "c.tsv", pairs)
-    train, _ = sources.load_pairs(path, "train", held_out=1000)
-    validation, _ = sources.load_pairs(path, "validation", held_out=1000)
-    assert as_list(train) == pairs[:95] and as_list(validation) == pairs[95:]
+    train, stats = sources.load_pairs(path, "train")
+    validation, _ = sources.load_pairs(path, "validation")
+    test, _ = sources.load_pairs(path, "test")
+    assert len(as_list(validation)) == len(as_list(test)) == 10 and stats.read == 380
+    assert sorted(as_list(train) + as_list(validation) + as_list(test)) == sorted(pairs)
+    explicit = write_tsv(tmp_path / "test.tsv", pairs[:3])
+    test, _ = sources.load_pairs(path, "test", test=explicit)
+    assert as_list(test) == pairs[:3]
+
+
+def test_explicit_held_out_pairs_leave_a_tfds_training_split():
+    with tfds.testing.mock_data(num_examples=7):
+        every, _ = sources.load_pairs("ted_hrlr_translate/pt_to_en", "train")
+        every = as_list(every)
+    # mock_data gives each split the same examples; set the validation and
+    # test splits aside and pass two training pairs explicitly instead.
+    with tfds.testing.mock_data(num_examples=7):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as directory:
+            held_out = write_tsv(f"{directory}/h.tsv", [(s.strip(), t.strip()) for s, t in every[:2]])
+            kept, _ = sources.load_pairs("ted_hrlr_translate/pt_to_en", "train", validation=held_out,
+                                         test=held_out)
+            assert as_list(kept) == every[2:]
 
 
 def test_missing_file_and_unknown_tfds_name_are_clear_errors(tmp_path):
