@@ -3,8 +3,10 @@
 `train(config)` builds the strategy, the shared vocabulary, the data, the
 model and the callbacks, and runs `fit`. One Keras epoch is one checkpoint
 interval (`config.checkpoint_every` updates), so every epoch ends with a
-validation pass, a kept checkpoint and a backup; a run killed at any point
-and started again with the same command resumes from its last backup.
+validation pass (loss, and BLEU: `validation.BleuValidation`), a kept
+checkpoint and a backup; a run killed at any point and started again with the
+same command resumes from its last backup. The main job around it (model
+choice, test, export) is `main_job.train_and_evaluate`.
 """
 
 import os

@@ -603,7 +603,8 @@ def test_real_data_commands(tmp_path, small_corpus):
     bash(checkout, readme_command(r"^tail -n 2000 "))
     assert (checkout / "libreoffice.test.tsv").read_text(encoding="utf-8") == "".join(
         f"{s}\t{t}\n" for s, t in pairs[300:])
-    scale = TINY_SCALE + ["--checkpoint-every", "2", "--bleu-sentences", "5", "--max-output-extra", "5"]
+    scale = TINY_SCALE + ["--vocab-size", "500", "--checkpoint-every", "2", "--bleu-sentences", "5",
+                          "--max-output-extra", "5"]
     out = bash(checkout, readme_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv "),
                KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
     # 300 training lines: validation draws 7 (2.5%), the explicit test set leaves training as it is.
