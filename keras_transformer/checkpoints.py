@@ -18,14 +18,16 @@ CHECKPOINT_PATTERN = "ckpt-{epoch:05d}.weights.h5"
 _CHECKPOINT_RE = re.compile(r"ckpt-(\d+)\.weights\.h5$")
 
 
+def checkpoint_number(path):
+    """N of a `ckpt-N.weights.h5` file (the epoch counted from 1), or None for another file."""
+    match = _CHECKPOINT_RE.search(os.path.basename(path))
+    return int(match.group(1)) if match else None
+
+
 def list_checkpoints(directory):
     """Checkpoint files in `directory`, oldest first."""
-    found = []
-    for path in glob.glob(os.path.join(directory, "ckpt-*.weights.h5")):
-        match = _CHECKPOINT_RE.search(os.path.basename(path))
-        if match:
-            found.append((int(match.group(1)), path))
-    return [path for _, path in sorted(found)]
+    found = [(checkpoint_number(path), path) for path in glob.glob(os.path.join(directory, "ckpt-*.weights.h5"))]
+    return [path for number, path in sorted(found) if number is not None]
 
 
 class KeepLastCheckpoints(keras.callbacks.ModelCheckpoint):

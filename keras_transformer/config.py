@@ -16,6 +16,8 @@ STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 RUN_CONFIG_FILENAME = "run_config.json"
 # A run in a model directory can only be resumed with these unchanged.
+# A fine-tuning run (--init-from) takes these from the run it starts from: they fix the weights' shapes.
+INHERITED_BY_INIT_FROM = ("preset", "vocab_size")
 RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset", "validation", "test",
                      "init_from")
 

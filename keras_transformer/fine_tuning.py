@@ -14,11 +14,9 @@ import os
 import shutil
 
 from keras_transformer import checkpoints
+from keras_transformer.config import INHERITED_BY_INIT_FROM as INHERITED
 from keras_transformer.config import RunConfig
 from keras_transformer.data.tokenizer import TOKENIZER_FILENAME
-
-INHERITED = ("preset", "vocab_size")
-
 
 def source_config(run_dir):
     """The RunConfig of the run to start from; a clear error if it is not a trained run."""

@@ -43,9 +43,7 @@ def train_and_evaluate(config, examples=5):
     for name in model_selection.CANDIDATES:
         if name in choice["scores"]:
             _print_scores(f"  {name}" + (" (chosen)" if name == choice["chosen"] else ""), choice["scores"][name])
-    result["model_choice"] = {name: {k: s[k] for k in ("bleu", "chrf", "exact_match")}
-                              for name, s in choice["scores"].items()}
-    result["chosen"] = choice["chosen"]
+    result["model_choice"], result["chosen"] = choice["scores"], choice["chosen"]
 
     sentences, references = evaluation.read_split(config, "test")
     scores = evaluation.evaluate(translator, sentences, references,

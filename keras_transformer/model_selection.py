@@ -36,8 +36,7 @@ def candidates(model_dir, average_last):
         checkpoints.average_checkpoints(to_average, found["average"])
     best = os.path.join(directory, validation.BEST_FILENAME)
     best_epoch = validation.read_state(directory)["best_epoch"]
-    last_epoch = int(os.path.basename(kept[-1]).split("-")[1].split(".")[0]) - 1
-    if os.path.exists(best) and best_epoch is not None and best_epoch != last_epoch:
+    if os.path.exists(best) and best_epoch is not None and best_epoch + 1 != checkpoints.checkpoint_number(kept[-1]):
         found["best"] = best
     return found
 
@@ -48,25 +47,22 @@ def choose_model(model_dir, model, translate, sentences, references, average_las
     model: the run's built model; its weights are set to each candidate in
         turn and left at the chosen one.
     translate: list of str -> list of str with `model`'s current weights.
-    Returns {"chosen": name, "path": weights path, "scores": {name: score dict}}.
+    Returns {"chosen": name, "path": weights path, "scores": {name: {"bleu",
+    "chrf", "exact_match"}}}; `model_choice.json` holds the same, with the
+    path relative to `model_dir`.
     """
     found = candidates(model_dir, average_last)
     scores = {}
     for name, path in found.items():
         model.load_weights(path)
-        scores[name] = evaluation.score(translate(sentences), references)
-        scores[name]["path"] = path
+        figures = evaluation.score(translate(sentences), references)
+        scores[name] = {k: figures[k] for k in ("bleu", "chrf", "exact_match")}
     chosen = max(found, key=lambda name: (scores[name]["bleu"], scores[name]["chrf"], -CANDIDATES.index(name)))
     model.load_weights(found[chosen])
-    record = {
-        "chosen": chosen,
-        "path": os.path.relpath(found[chosen], model_dir),
-        "validation_sentences": len(sentences),
-        "scores": {name: {k: v for k, v in s.items() if k in ("bleu", "chrf", "exact_match")}
-                   for name, s in scores.items()},
-    }
+    record = {"chosen": chosen, "path": os.path.relpath(found[chosen], model_dir),
+              "validation_sentences": len(sentences), "scores": scores}
     path = os.path.join(model_dir, checkpoints.CHOICE_FILENAME)
     with open(path + ".tmp", "w") as f:
         json.dump(record, f, indent=2)
     os.replace(path + ".tmp", path)
-    return {"chosen": chosen, "path": found[chosen], "scores": scores}
+    return {**record, "path": found[chosen]}

@@ -44,11 +44,9 @@ print(json.dumps({"seconds": seconds[0],
 def write_generated_tsv(path, pairs, seed=0):
     """`pairs` lines of the built-in corpus' templates (repeats allowed), written as TSV."""
     rng = random.Random(seed)
-    functions = [f for f, _ in corpus.TEMPLATES]
-    weights = [w for _, w in corpus.TEMPLATES]
     with open(path, "w", encoding="utf-8") as f:
         for _ in range(int(pairs)):
-            english, german = rng.choices(functions, weights)[0](rng)
+            english, german = corpus.random_pair(rng)
             f.write(f"{english}\t{german}\n")
     return path
 

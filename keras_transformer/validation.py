@@ -152,15 +152,14 @@ class BleuValidation(keras.callbacks.Callback):
             logs.update(figures)
         figures.update(updates=(epoch + 1) * self.updates_per_epoch,
                        seconds=self._seconds_before + time.perf_counter() - self._start)
-        best_epoch = self.state["best_epoch"]
-        if best_epoch is None or figures["val_bleu"] > self.state["scores"][best_epoch]["val_bleu"]:
+        self.state["scores"][epoch] = figures
+        best_epoch, waited = progress(self.state["scores"])
+        if best_epoch == epoch:
             tmp = self.best_path[: -len(".weights.h5")] + ".tmp.weights.h5"
             self.model.save_weights(tmp)
             os.replace(tmp, self.best_path)
-            self.state["best_epoch"] = epoch
-        self.state["scores"][epoch] = figures
+        self.state["best_epoch"] = best_epoch
         self._write_state()
-        best_epoch, waited = progress(self.state["scores"])
         if self.patience and waited >= self.patience:
             print(f"\nEarly stopping: val_bleu has not improved for {waited} intervals "
                   f"(best {self.state['scores'][best_epoch]['val_bleu']:.2f} after interval {best_epoch + 1}).",

@@ -10,7 +10,7 @@ from keras_transformer.cli.common import make_parser
 
 
 # With --init-from these come from the run it names; a flag left out is absent from the parsed args.
-_INHERITED = ("preset", "vocab_size")
+_INHERITED = run_config.INHERITED_BY_INIT_FROM
 _CHOICES = {"preset": sorted(presets.PRESETS), "strategy": run_config.STRATEGIES,
             "precision": run_config.PRECISIONS}
 

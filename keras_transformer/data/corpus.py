@@ -321,6 +321,11 @@ def split_of(english):
     return "validation" if bucket == 0 else "test" if bucket == 1 else "train"
 
 
+def random_pair(rng):
+    """One (english, german) pair from a template drawn by its weight; repeats are possible."""
+    return rng.choices([f for f, _ in TEMPLATES], [w for _, w in TEMPLATES])[0](rng)
+
+
 def generate(split, size=None, seed=SEED):
     """The pairs (english, german) of `split`, in a fixed order; identical on every run.
 
@@ -330,11 +335,9 @@ def generate(split, size=None, seed=SEED):
         raise ValueError(f"Unknown split {split!r}; expected one of {sorted(SPLIT_SIZES)}.")
     size = SPLIT_SIZES[split] if size is None else int(size)
     rng = random.Random(f"{seed}-{split}")
-    functions = [f for f, _ in TEMPLATES]
-    weights = [w for _, w in TEMPLATES]
     seen, pairs = set(), []
     while len(pairs) < size:
-        english, german = rng.choices(functions, weights)[0](rng)
+        english, german = random_pair(rng)
         if english in seen or split_of(english) != split:
             continue
         seen.add(english)

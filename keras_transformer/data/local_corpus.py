@@ -213,9 +213,9 @@ class LocalCorpus:
         removed = {pair_key(*pair) for split in splits.values() for pair in split}
         # Copies beyond the one held out of each drawn pair, plus every copy of an explicit one.
         drawn_keys = removed - explicit_keys
-        stats.held_out_duplicates = explicit_copies + sum(
-            count - 1 for key, (_, count, _) in candidates.items() if key in drawn_keys)
-        stats.read = usable - explicit_copies - sum(c for key, (_, c, _) in candidates.items() if key in drawn_keys)
+        drawn_copies = sum(count for key, (_, count, _) in candidates.items() if key in drawn_keys)
+        stats.held_out_duplicates = explicit_copies + drawn_copies - len(drawn_keys)
+        stats.read = usable - explicit_copies - drawn_copies
         return {"offsets": offsets, "lines": lines, "splits": splits, "removed": removed, "stats": stats}
 
     @property
@@ -269,9 +269,14 @@ class LocalCorpus:
         return order.interleave(reader, cycle_length=len(ranges), block_length=1)
 
 
-@functools.lru_cache(maxsize=8)
 def open_corpus(spec, validation=None, test=None, held_out=HELD_OUT):
-    """The `LocalCorpus` for these arguments, scanned at most once per process."""
+    """The `LocalCorpus` for these arguments, scanned at most once per process
+    however the arguments are passed."""
+    return _open_corpus(spec, validation, test, int(held_out))
+
+
+@functools.lru_cache(maxsize=8)
+def _open_corpus(spec, validation, test, held_out):
     return LocalCorpus(spec, validation, test, held_out)
 
 

@@ -15,13 +15,14 @@ import tensorflow_datasets as tfds
 
 from keras_transformer.config import is_local_dataset
 from keras_transformer.data import builtin_dataset  # noqa: F401  (registers the tfds builder)
-from keras_transformer.data.local_corpus import ReadStats, open_corpus, read_held_out, reservoir_sample
+from keras_transformer.data.local_corpus import (HELD_OUT, ReadStats, open_corpus, pair_key, read_held_out,
+                                                 reservoir_sample)
 
 DEFAULT_DATASET = builtin_dataset.NAME
 
 
 def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, validation=None, test=None,
-               held_out=1000, seed=0):
+               held_out=HELD_OUT, seed=0):
     """(tf.data.Dataset of (source, target) tf.string pairs, ReadStats).
 
     validation, test: explicit held-out sets (PATH.tsv or SOURCE,TARGET).
@@ -67,17 +68,20 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, v
         if lang not in languages:
             raise ValueError(f"{flag} {lang!r} is not in {spec!r}; expected one of {sorted(languages)}.")
     builder.download_and_prepare()
-    dataset = builder.as_dataset(split=split, shuffle_files=False)
-    dataset = dataset.map(lambda ex: (ex[source_lang], ex[target_lang]), num_parallel_calls=tf.data.AUTOTUNE)
+
+    def tfds_split(name):
+        return builder.as_dataset(split=name, shuffle_files=False).map(
+            lambda ex: (ex[source_lang], ex[target_lang]), num_parallel_calls=tf.data.AUTOTUNE)
+
+    dataset = tfds_split(split)
     if split == "train":
         held_out_pairs = []
         for name, held_out_spec in explicit.items():
             if held_out_spec:
                 held_out_pairs += read_held_out(held_out_spec)
             elif name in builder.info.splits:
-                held_out_pairs += [(s.decode("utf-8").strip(), t.decode("utf-8").strip()) for s, t in
-                                   tfds.as_numpy(builder.as_dataset(split=name).map(
-                                       lambda ex: (ex[source_lang], ex[target_lang])))]
+                held_out_pairs += [(s.decode("utf-8").strip(), t.decode("utf-8").strip())
+                                   for s, t in tfds.as_numpy(tfds_split(name))]
         if held_out_pairs:
             dataset = without_pairs(dataset, held_out_pairs)
     return dataset, ReadStats()
@@ -112,11 +116,11 @@ def _from_pairs(pairs):
 def without_pairs(dataset, pairs):
     """`dataset` of (source, target) strings without the pairs equal (after
     stripping) to one of `pairs`."""
-    keys = tf.constant(sorted({f"{s}\t{t}" for s, t in pairs}))
+    keys = tf.constant(sorted({pair_key(s, t) for s, t in pairs}))
     table = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(keys, tf.ones_like(keys, tf.int32)), default_value=0)
 
-    def keep(source, target):
+    def keep(source, target):  # pair_key, in-graph
         key = tf.strings.join([tf.strings.strip(source), tf.strings.strip(target)], separator="\t")
         return table.lookup(key) == 0
 

@@ -135,3 +135,10 @@ def test_vocabulary_sample_spans_the_whole_training_split_without_held_out_pairs
     assert len(sample) == 200 and not set(sample) & held_out
     counts = collections.Counter(source.split()[0] for source, _ in sample)
     assert 60 <= counts["alpha"] <= 140  # not the first 200 lines, which are all alpha
+
+
+def test_a_corpus_is_scanned_once_however_its_arguments_are_passed(tmp_path):
+    path = write_tsv(tmp_path / "c.tsv", domains(50))
+    assert sources.open_corpus(path) is sources.open_corpus(path, None, None, 1000)
+    assert sources.open_corpus(path, held_out=1000) is sources.open_corpus(path)
+    assert sources.open_corpus(path, held_out=10) is not sources.open_corpus(path)
