@@ -33,8 +33,8 @@ def train_and_evaluate(config, examples=5):
         return result
     translator = training.make_translator(config, model, tokenizer)
 
-    def translate(sentences):
-        return translator.translate(sentences, progress=False)[0]
+    def translate(sentences):  # with a progress line on stderr: three candidates can take minutes
+        return translator.translate(sentences)[0]
 
     sentences, references = evaluation.read_split(config, "validation", limit=config.bleu_sentences or None)
     print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {config.beam_size}):")
