@@ -71,6 +71,8 @@ class RunConfig:
     warmup_steps: int = _field(400, 'Warm-up steps of the learning-rate schedule (the paper: 4000; the default suits the short built-in run).')
     learning_rate_scale: float = _field(1.0, 'Multiplies the schedule (the paper: 1.0).')
     label_smoothing: float = _field(0.1, 'Label smoothing epsilon (the paper: 0.1).')
+    cooldown: float = _field(0.5, 'Fraction of the run, at its end, over which the learning rate falls linearly to zero (0: none, the paper\'s inverse square root to the last update; the default suits the short built-in run).')
+    dropout: float | None = _field(None, 'Residual dropout P_drop, on every sub-layer output and on the embeddings (default: the preset\'s; the paper: 0.1 base, 0.3 big).')
     checkpoint_every: int = _field(200, 'Updates between checkpoints (and validation runs and backups).')
     keep_checkpoints: int = _field(5, 'Checkpoints kept on disk; the paper averages the last 5 (base) or 20 (big).')
     seed: int = _field(0, 'Seed of weights initialisation and data shuffling.')
@@ -99,6 +101,10 @@ class RunConfig:
         for name in ("bleu_sentences", "early_stopping"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be at least 0; got {getattr(self, name)}.")
+        if not 0.0 <= self.cooldown <= 1.0:
+            raise ValueError(f"cooldown must be a fraction of the run in [0, 1]; got {self.cooldown}.")
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1); got {self.dropout}.")
         if self.average_last > self.keep_checkpoints:
             raise ValueError(f"average_last ({self.average_last}) cannot exceed keep_checkpoints "
                              f"({self.keep_checkpoints}): only kept checkpoints can be averaged.")

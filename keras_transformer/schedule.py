@@ -47,8 +47,18 @@ def paper_adam(schedule):
     return keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
 
 
+class _WrapsSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Base of schedules that transform another one, kept under "schedule" in their config."""
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["schedule"] = keras.saving.deserialize_keras_object(config["schedule"])
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="keras_transformer")
-class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
+class PerUpdateSchedule(_WrapsSchedule):
     """Evaluates `schedule` at the optimizer-update count under gradient accumulation.
 
     With `gradient_accumulation_steps=k`, Keras 3 (checked on 3.15) calls the
@@ -77,8 +87,47 @@ class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "accumulation_steps": self.accumulation_steps,
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["schedule"] = keras.saving.deserialize_keras_object(config["schedule"])
-        return cls(**config)
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class LinearCooldown(_WrapsSchedule):
+    """`schedule`, scaled down linearly to zero over the last `cooldown_steps` of `total_steps`.
+
+    lrate(step) = schedule(step) * min(1, (total_steps - step) / cooldown_steps)
+
+    The paper's 100k-update run anneals its rate by the inverse square root
+    and averages checkpoints; a run of a few hundred updates ends close to its
+    peak rate, with weights as noisy as that rate makes them. Letting the rate
+    fall to zero over the end of the run (the cool-down of warmup-stable-decay
+    schedules) removes that noise from the last weights. The update numbered
+    `total_steps - 1` uses 1 / cooldown_steps of the rate.
+
+    Args:
+        schedule: a LearningRateSchedule, in optimizer updates.
+        total_steps: int. Updates in the whole run.
+        cooldown_steps: int in [1, total_steps].
+
+    References:
+        Hägele et al., "Scaling Laws and Compute-Optimal Training Beyond Fixed
+        Training Durations", 2024 (linear cool-down after a constant rate).
+    """
+
+    def __init__(self, schedule, total_steps, cooldown_steps):
+        if not 1 <= int(cooldown_steps) <= int(total_steps):
+            raise ValueError(
+                f"cooldown_steps must be in [1, total_steps]; got cooldown_steps={cooldown_steps}, "
+                f"total_steps={total_steps}."
+            )
+        self.schedule = schedule
+        self.total_steps = int(total_steps)
+        self.cooldown_steps = int(cooldown_steps)
+
+    def __call__(self, step):
+        remaining = (self.total_steps - ops.cast(step, "float32")) / self.cooldown_steps
+        return self.schedule(step) * ops.clip(remaining, 0.0, 1.0)
+
+    def get_config(self):
+        return {
+            "schedule": keras.saving.serialize_keras_object(self.schedule),
+            "total_steps": self.total_steps,
+            "cooldown_steps": self.cooldown_steps,
+        }

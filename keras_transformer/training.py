@@ -22,7 +22,7 @@ from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer, trai
 from keras_transformer.losses import LabelSmoothedCrossEntropy
 from keras_transformer.metrics import MaskedAccuracy
 from keras_transformer.model import Transformer
-from keras_transformer.schedule import PerUpdateSchedule, TransformerSchedule
+from keras_transformer.schedule import LinearCooldown, PerUpdateSchedule, TransformerSchedule
 from keras_transformer.translator import Translator
 
 
@@ -118,14 +118,20 @@ def load_tokenizer(config, directory=None, max_pairs=1_000_000):
 
 def build_model(config, vocab_size):
     """The preset's Transformer over the shared vocabulary, built."""
-    model = Transformer.from_preset(config.preset, vocab_size=vocab_size, dtype=resolve_precision(config.precision))
+    overrides = {} if config.dropout is None else {"dropout": config.dropout}
+    model = Transformer.from_preset(config.preset, vocab_size=vocab_size, dtype=resolve_precision(config.precision),
+                                    **overrides)
     model.build()
     return model
 
 
 def compile_model(model, config, metrics=()):
-    """Adam(0.9, 0.98, 1e-9) on the warm-up schedule and the label-smoothed loss."""
+    """Adam(0.9, 0.98, 1e-9) on the warm-up schedule (with the run's linear
+    cool-down, if any) and the label-smoothed loss."""
     schedule = TransformerSchedule(model.d_model, config.warmup_steps, config.learning_rate_scale)
+    cooldown_steps = round(config.cooldown * config.steps)
+    if cooldown_steps:
+        schedule = LinearCooldown(schedule, config.steps, cooldown_steps)
     if config.grad_accum > 1:
         schedule = PerUpdateSchedule(schedule, config.grad_accum)
     optimizer = keras.optimizers.Adam(

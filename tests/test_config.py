@@ -46,6 +46,9 @@ def test_a_run_resumes_only_with_the_same_data_vocabulary_and_model():
     ({"early_stopping": 2, "bleu_sentences": 0}, "early_stopping needs val_bleu"),
     ({"bleu_sentences": -1}, "bleu_sentences must be at least 0; got -1"),
     ({"bleu_beam_size": 0}, "bleu_beam_size must be at least 1; got 0"),
+    ({"cooldown": 1.5}, r"cooldown must be a fraction of the run in \[0, 1\]; got 1.5"),
+    ({"cooldown": -0.1}, r"cooldown must be a fraction of the run in \[0, 1\]; got -0.1"),
+    ({"dropout": 1.0}, r"dropout must be in \[0, 1\); got 1.0"),
 ])
 def test_validation_settings_are_checked(values, message):
     with pytest.raises(ValueError, match=message):

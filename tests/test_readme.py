@@ -111,6 +111,13 @@ def readme_block(marker):
     return matches[0]
 
 
+def readme_table(header):
+    """The rows of the README table whose header row is `header`, as lists of cells."""
+    text = open(README, encoding="utf-8").read()
+    rows = re.search(rf"^{re.escape(header)}\n\|[-|]+\|\n((?:\|.*\|\n)+)", text, re.M).group(1)
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows.splitlines()]
+
+
 def script_invocations():
     """(script name, argv) for each `python scripts/NAME.py ...` in the commands."""
     found = []
@@ -440,6 +447,8 @@ def test_wmt_recipe(tmp_path):
     run = checkout / "runs" / "wmt14-base"
     kept = checkpoints.list_checkpoints(str(run / "checkpoints"))
     assert [os.path.basename(p) for p in kept] == [f"ckpt-0000{i}.weights.h5" for i in range(2, 7)]
+    paper = RunConfig.load(str(run))  # the paper's schedule: warm-up 4000, inverse square root to the end
+    assert (paper.warmup_steps, paper.cooldown, paper.learning_rate_scale, paper.label_smoothing) == (4000, 0.0, 1.0, 0.1)
 
     bash(checkout, readme_command(r"^python scripts/average_checkpoints\.py "), **env)
     averaged = weights_by_name(run / "averaged.weights.h5")

@@ -42,3 +42,19 @@ def test_per_update_schedule_counts_updates_not_micro_batches():
         assert float(wrapped(micro_step)) == pytest.approx(float(inner(micro_step // 4)), rel=1e-6)
     clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(wrapped))
     assert float(clone(17)) == pytest.approx(float(wrapped(17)))
+
+
+def test_linear_cooldown_falls_to_zero_over_the_last_steps():
+    inner = kt.TransformerSchedule(d_model=256, warmup_steps=4)
+    cooled = kt.schedule.LinearCooldown(inner, total_steps=10, cooldown_steps=4)
+    # Untouched before step 6, then 4/4, 3/4, 2/4, 1/4 of the inner rate, then 0.
+    for step, factor in [(0, 1.0), (5, 1.0), (6, 1.0), (7, 0.75), (8, 0.5), (9, 0.25), (10, 0.0), (12, 0.0)]:
+        assert float(cooled(step)) == pytest.approx(factor * float(inner(step)), rel=1e-6, abs=1e-12), step
+    clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cooled))
+    assert [float(clone(s)) for s in range(12)] == pytest.approx([float(cooled(s)) for s in range(12)])
+
+
+@pytest.mark.parametrize("cooldown_steps", [0, 11])
+def test_linear_cooldown_rejects_a_length_outside_the_run(cooldown_steps):
+    with pytest.raises(ValueError, match=f"cooldown_steps={cooldown_steps}, total_steps=10"):
+        kt.schedule.LinearCooldown(kt.TransformerSchedule(256, 4), 10, cooldown_steps)

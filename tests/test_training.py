@@ -158,6 +158,30 @@ def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step
     assert seconds == sorted(seconds)  # the resumed run continued the clock
 
 
+@pytest.mark.parametrize("cooldown,grad_accum", [(0.4, 1), (0.4, 2), (0.0, 1)])
+def test_the_learning_rate_cools_down_to_zero_over_the_last_updates(cooldown, grad_accum):
+    config = RunConfig(preset="tiny", precision="float32", steps=10, checkpoint_every=10, warmup_steps=4,
+                       cooldown=cooldown, grad_accum=grad_accum)
+    optimizer = training.compile_model(training.build_model(config, 29), config).optimizer
+    paper = kt.TransformerSchedule(d_model=32, warmup_steps=4)
+    for update in range(12):
+        # The counter Keras calls the schedule with; it counts micro-batches under accumulation.
+        optimizer._iterations.assign(update * grad_accum)
+        factor = min(1.0, (10 - update) / 4) if cooldown else 1.0  # the last 0.4 * 10 updates
+        assert float(optimizer.learning_rate) == pytest.approx(max(factor, 0.0) * float(paper(update)),
+                                                               rel=1e-6, abs=1e-12), update
+
+
+def test_dropout_is_the_presets_unless_the_run_sets_it():
+    def rates(model):
+        return {layer.rate for layer in model._flatten_layers() if isinstance(layer, keras.layers.Dropout)}
+
+    preset = kt.presets.get_preset("tiny")
+    assert preset.dropout > 0 and preset.attention_dropout == preset.activation_dropout == 0.0
+    assert rates(training.build_model(RunConfig(preset="tiny", precision="float32"), 29)) == {preset.dropout, 0.0}
+    assert rates(training.build_model(RunConfig(preset="tiny", precision="float32", dropout=0.25), 29)) == {0.25, 0.0}
+
+
 def test_auto_precision_uses_bfloat16_only_where_it_is_native():
     assert training.resolve_precision("float32") == "float32"
     assert training.resolve_precision("auto", cpu_flags="fpu avx2 avx512f", gpu_capabilities=[]) == "float32"

@@ -30,7 +30,7 @@ def _train_parser():
         if field.type is bool or field.type == "bool":
             parser.add_argument(_flag(field.name), action="store_true", help=help_text)
             continue
-        kind = {"int": int, "float": float}.get(str(field.type), None) or (
+        kind = {"int": int, "float": float, "float | None": float}.get(str(field.type), None) or (
             field.type if field.type in (int, float) else str
         )
         if field.name in _INHERITED:
