@@ -11,6 +11,7 @@ import os
 import re
 
 from keras_transformer import presets
+from keras_transformer.files import atomic_open
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
@@ -132,10 +133,8 @@ class RunConfig:
     def save(self, model_dir=None):
         path = os.path.join(model_dir or self.model_dir, RUN_CONFIG_FILENAME)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
+        with atomic_open(path) as f:
             json.dump(dataclasses.asdict(self), f, indent=2, sort_keys=True)
-        os.replace(tmp, path)
 
     @classmethod
     def load(cls, model_dir):

@@ -18,6 +18,7 @@ from keras_transformer.config import INHERITED_BY_INIT_FROM as INHERITED
 from keras_transformer.config import RunConfig
 from keras_transformer.data.tokenizer import TOKENIZER_FILENAME
 
+
 def source_config(run_dir):
     """The RunConfig of the run to start from; a clear error if it is not a trained run."""
     if not os.path.isdir(run_dir):

@@ -17,6 +17,7 @@ import json
 import os
 
 from keras_transformer import checkpoints, evaluation, validation
+from keras_transformer.files import atomic_open
 
 AVERAGE_FILENAME = "average.weights.h5"
 CANDIDATES = ("last", "average", "best")
@@ -62,7 +63,6 @@ def choose_model(model_dir, model, translate, sentences, references, average_las
     record = {"chosen": chosen, "path": os.path.relpath(found[chosen], model_dir),
               "validation_sentences": len(sentences), "scores": scores}
     path = os.path.join(model_dir, checkpoints.CHOICE_FILENAME)
-    with open(path + ".tmp", "w") as f:
+    with atomic_open(path) as f:
         json.dump(record, f, indent=2)
-    os.replace(path + ".tmp", path)
     return {**record, "path": found[chosen]}

@@ -29,6 +29,7 @@ import keras
 import tensorflow as tf
 
 from keras_transformer import checkpoints, decoding, evaluation
+from keras_transformer.files import atomic_open
 from keras_transformer.translator import Translator, translate_in_batches
 
 STATE_FILENAME = "validation.json"
@@ -168,7 +169,6 @@ class BleuValidation(keras.callbacks.Callback):
 
     def _write_state(self):
         path = os.path.join(self.directory, STATE_FILENAME)
-        with open(path + ".tmp", "w") as f:
+        with atomic_open(path) as f:
             json.dump({"scores": {str(e): s for e, s in sorted(self.state["scores"].items())},
                        "best_epoch": self.state["best_epoch"]}, f, indent=2)
-        os.replace(path + ".tmp", path)

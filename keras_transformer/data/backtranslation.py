@@ -19,6 +19,8 @@ scripts/train.py:
 
 import os
 
+from keras_transformer.files import atomic_open
+
 DEFAULT_TAG = "<BT>"
 
 
@@ -64,9 +66,8 @@ def mix(synthetic_sources, monolingual_targets, real_sources, real_targets, outp
             counts[name] += 1
     for path, side in ((output_source, 0), (output_target, 1)):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
+        with atomic_open(path) as f:
             f.writelines(pair[side] + "\n" for pair in pairs)
-        os.replace(path + ".tmp", path)
     if held_out_prefix:
         from keras_transformer.data.local_corpus import LocalCorpus  # noqa: PLC0415  (loads TensorFlow)
 
@@ -74,8 +75,7 @@ def mix(synthetic_sources, monolingual_targets, real_sources, real_targets, outp
         for split in ("validation", "test"):
             held_out = real.split(split)
             path = f"{held_out_prefix}.{split}.tsv"
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
+            with atomic_open(path) as f:
                 f.writelines(f"{source}\t{target}\n" for source, target in held_out)
-            os.replace(path + ".tmp", path)
             counts[split] = len(held_out)
     return counts
