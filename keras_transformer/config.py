@@ -1,21 +1,30 @@
-"""Run settings: one frozen dataclass, written to `<model_dir>/run_config.json`.
+"""Run settings: one flat, frozen `RunConfig` (the flags of scripts/train.py and
+the `run_config.json` of a run folder), read by components in sections.
 
-`scripts/train.py` fills a `RunConfig` from its flags; the translate,
-evaluate and export scripts read it back from the model directory, so they
-rebuild exactly the model that was trained.
+The command line and the JSON file stay flat. Each component receives only
+the section it uses (fairseq's `save_checkpoint(cfg.checkpoint, ...)`
+habit):
+
+- `config.data`: `DataSettings`, where pairs come from and how they are cut;
+- `config.model`: `ModelSettings`, the preset, its dropout and the precision;
+- `config.training`: `TrainingSettings`, the optimisation and checkpointing;
+- `config.bleu_validation`: `ValidationSettings`, BLEU while training;
+- `config.decoding`: `DecodingSettings`, beam search for test, export and scripts.
+
+Only the CLI and the end-to-end recipe (`training.recipe`) read the whole
+`RunConfig`. Where the file lives and what else a run folder holds is
+`run_dir.RunDir`'s business.
 """
 
 import dataclasses
-import json
 import os
 import re
 
-from keras_transformer import presets
-from keras_transformer.files import atomic_open
+from keras_transformer.modeling import presets
+from keras_transformer.modeling.precision import PRECISIONS
 
+# tf.distribute strategies by flag value (built by training.distribution.make_strategy).
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
-PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
-RUN_CONFIG_FILENAME = "run_config.json"
 # A run in a model directory can only be resumed with these unchanged.
 # A fine-tuning run (--init-from) takes these from the run it starts from: they fix the weights' shapes.
 INHERITED_BY_INIT_FROM = ("preset", "vocab_size")
@@ -34,6 +43,85 @@ def dataset_slug(spec):
     if is_local_dataset(spec):
         spec = os.path.splitext(os.path.basename(spec.split(",")[0]))[0]
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec).strip("_.") or "dataset"
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSettings:
+    """Where a run's sentence pairs come from and how they are cut (see `data.sources`)."""
+
+    dataset: str
+    source_lang: str | None = None
+    target_lang: str | None = None
+    data_dir: str | None = None
+    validation: str | None = None
+    test: str | None = None
+    vocab_size: int = 1000
+    max_length: int = 64
+    batch_tokens: int = 4096
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSettings:
+    """Which Transformer a run builds, and the Keras dtype policy it computes in.
+
+    `precision` is "auto" only in a run's flags; the trainer resolves it on
+    the machine that trains and records the policy it used, so that a
+    restored run computes as it trained (`decoding.restore`).
+    """
+
+    preset: str = "small"
+    dropout: float | None = None
+    precision: str = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings:
+    """The optimisation and checkpointing of `training.trainer.train`."""
+
+    strategy: str = "default"
+    steps: int = 800
+    grad_accum: int = 1
+    jit_compile: bool = False
+    warmup_steps: int = 400
+    learning_rate_scale: float = 1.0
+    label_smoothing: float = 0.1
+    cooldown: float = 0.5
+    checkpoint_every: int = 200
+    keep_checkpoints: int = 5
+    average_last: int = 5
+    seed: int = 0
+    init_from: str | None = None
+
+    @property
+    def interval(self):
+        """Updates in one checkpoint interval (one Keras epoch)."""
+        return min(self.checkpoint_every, self.steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationSettings:
+    """BLEU on validation sentences after every checkpoint interval (`training.bleu_validation`)."""
+
+    bleu_sentences: int = 500
+    bleu_beam_size: int = 1
+    early_stopping: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingSettings:
+    """Beam search as the test split, the export and the scripts run it (`decoding.Translator`)."""
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    max_input_length: int = 64
+    extra_length: int = 50
+
+
+def _section(cls, config, **renamed):
+    """`cls` filled from the same-named fields of `config`, plus `renamed` values."""
+    names = {f.name for f in dataclasses.fields(cls)} - set(renamed)
+    return cls(**{name: getattr(config, name) for name in names}, **renamed)
 
 
 def _field(default, help):
@@ -130,23 +218,41 @@ class RunConfig:
                 "pass another --model-dir, or delete that folder to start over."
             )
 
-    def save(self, model_dir=None):
-        path = os.path.join(model_dir or self.model_dir, RUN_CONFIG_FILENAME)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with atomic_open(path) as f:
-            json.dump(dataclasses.asdict(self), f, indent=2, sort_keys=True)
+    @property
+    def data(self):
+        return _section(DataSettings, self)
+
+    @property
+    def model(self):
+        return _section(ModelSettings, self)
+
+    @property
+    def training(self):
+        return _section(TrainingSettings, self)
+
+    @property
+    def bleu_validation(self):
+        return _section(ValidationSettings, self)
+
+    @property
+    def decoding(self):
+        return _section(DecodingSettings, self, max_input_length=self.max_length,
+                        extra_length=self.max_output_extra)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
 
     @classmethod
-    def load(cls, model_dir):
-        path = os.path.join(model_dir, RUN_CONFIG_FILENAME)
-        if not os.path.exists(path):
-            raise FileNotFoundError(
-                f"{path!r} does not exist; is {model_dir!r} a model directory written by scripts/train.py?"
-            )
-        with open(path) as f:
-            values = json.load(f)
+    def from_dict(cls, values, source="run_config.json"):
+        """A RunConfig from saved values. Keys this version does not know (a
+        run written by a newer version) are an error naming them: loading
+        without them would silently change the run's settings."""
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{source} has settings this version of keras_transformer does not know: {unknown}; "
+                             "it was written by a newer version. Upgrade keras_transformer to use this run.")
+        return cls(**values)
 
 
 def _check_choice(name, value, choices):

@@ -10,6 +10,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 TINY_VOCAB = 61
+# The repository's top folder (scripts/, README.md).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +68,7 @@ def functional_wrapper(layer, input_specs, call=None):
 @pytest.fixture(scope="session")
 def small_corpus():
     """2,000 built-in training pairs and 200 test pairs (generated, no download)."""
-    from keras_transformer.data import corpus
+    from keras_transformer.data.numerals_en_de import generator as corpus
 
     return corpus.generate("train", size=2000), corpus.generate("test", size=200)
 
@@ -104,6 +106,21 @@ def weights_by_name(path):
     return arrays
 
 
+def build_model(config, vocab_size):
+    """The model of a RunConfig as the trainer builds it (its precision resolved here)."""
+    from keras_transformer.modeling.precision import resolve_precision
+    from keras_transformer.modeling.transformer import build_transformer
+
+    return build_transformer(config.preset, vocab_size, resolve_precision(config.precision), config.dropout)
+
+
+def load_config(model_dir):
+    """The RunConfig recorded in a run folder."""
+    from keras_transformer.run_dir import RunDir
+
+    return RunDir(model_dir).load_config()
+
+
 def varied_tiny_model(vocab=TINY_VOCAB, seed=0):
     """A random tiny Transformer whose outputs vary from step to step.
 
@@ -126,39 +143,42 @@ def tiny_run_dir(tmp_path_factory, tokenizer_path, small_corpus):
     vocabulary and one checkpoint of an untrained tiny model."""
     import shutil
 
-    from keras_transformer import training
     from keras_transformer.config import RunConfig
-    from keras_transformer.data.tokenizer import TOKENIZER_FILENAME, Tokenizer
+    from keras_transformer.data.tokenizer import Tokenizer
+    from keras_transformer.modeling.precision import resolve_precision
+    from keras_transformer.run_dir import RunDir
 
     directory = tmp_path_factory.mktemp("run")
     train, test = small_corpus
     tsv = write_tsv(directory / "corpus.tsv", train[:300] + test[:40])
+    # As the trainer records it: the precision resolved on this machine.
     config = RunConfig(dataset=tsv, preset="tiny", vocab_size=500, max_length=32, model_dir=str(directory),
-                       export_dir="")
-    config.save()
-    shutil.copyfile(tokenizer_path, directory / TOKENIZER_FILENAME)
+                       export_dir="", precision=resolve_precision("auto"))
+    run_dir = RunDir(directory)
+    run_dir.save_config(config)
+    shutil.copyfile(tokenizer_path, run_dir.vocabulary_path)
     keras.utils.set_random_seed(0)
-    model = training.build_model(config, Tokenizer(tokenizer_path).vocab_size)
-    (directory / "checkpoints").mkdir()
-    model.save_weights(str(directory / "checkpoints" / "ckpt-00001.weights.h5"))
+    model = build_model(config, Tokenizer(tokenizer_path).vocab_size)
+    os.makedirs(run_dir.checkpoint_dir)
+    model.save_weights(run_dir.checkpoint_path(0))
     return str(directory)
 
 
 @pytest.fixture
 def translator(tiny_run_dir):
-    from keras_transformer import training
+    from keras_transformer.decoding import restore
 
-    config, model, tokenizer = training.restore(tiny_run_dir)
-    return training.make_translator(config, model, tokenizer)
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    return restore.make_translator(config.decoding, model, tokenizer)
 
 
 @pytest.fixture(scope="session")
 def trained_tiny_run(tmp_path_factory, small_corpus):
-    """A float32 tiny run trained by `training.train` for 400 updates on the
+    """A float32 tiny run trained by `trainer.train` for 400 updates on the
     small corpus. Its translations end on EOS well before the length limit,
     so engines that differ only in how they stop at the limit must agree."""
-    from keras_transformer import training
     from keras_transformer.config import RunConfig
+    from keras_transformer.training import trainer
 
     directory = tmp_path_factory.mktemp("trained_run")
     train, test = small_corpus
@@ -166,7 +186,7 @@ def trained_tiny_run(tmp_path_factory, small_corpus):
                        vocab_size=500, max_length=32, steps=400, checkpoint_every=400, batch_tokens=1024,
                        warmup_steps=100, learning_rate_scale=2.0, precision="float32",
                        model_dir=str(directory / "run"), export_dir="")
-    training.train(config, verbose=0)
+    trainer.train(config, verbose=0)
     return config.model_dir
 
 

@@ -53,3 +53,44 @@ def test_a_run_resumes_only_with_the_same_data_vocabulary_and_model():
 def test_validation_settings_are_checked(values, message):
     with pytest.raises(ValueError, match=message):
         RunConfig(**values)
+
+
+def test_each_setting_reaches_the_one_section_that_uses_it():
+    from keras_transformer import config as settings
+
+    sections = {"data": settings.DataSettings, "model": settings.ModelSettings,
+                "training": settings.TrainingSettings, "bleu_validation": settings.ValidationSettings,
+                "decoding": settings.DecodingSettings}
+    renamed = {("decoding", "max_input_length"): "max_length", ("decoding", "extra_length"): "max_output_extra"}
+    # Every field but the two output folders (the recipe's) is in a section. Two are shared:
+    # the seed (data shuffling; weight initialisation) and max_length (training pairs; inputs to translate).
+    covered = {}  # RunConfig field -> [(section, its name there)]
+    for name, cls in sections.items():
+        for field in dataclasses.fields(cls):
+            covered.setdefault(renamed.get((name, field.name), field.name), []).append((name, field.name))
+    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    assert fields - set(covered) == {"model_dir", "export_dir"} and set(covered) <= fields
+    assert {k: [s for s, _ in v] for k, v in covered.items() if len(v) > 1} == {
+        "seed": ["data", "training"], "max_length": ["data", "decoding"]}
+    # The values flow through: a non-default value of each field shows up in its section.
+    values = dict(dataset="c.tsv", source_lang="en", target_lang="de", data_dir="d", validation="v.tsv",
+                  test="t.tsv", vocab_size=777, max_length=99, batch_tokens=999, seed=5, preset="tiny",
+                  dropout=0.25, precision="float32", strategy="mirrored", steps=900, grad_accum=3,
+                  jit_compile=True, warmup_steps=11, learning_rate_scale=2.5, label_smoothing=0.2, cooldown=0.1,
+                  checkpoint_every=300, keep_checkpoints=7, average_last=6, init_from="r",
+                  bleu_sentences=9, bleu_beam_size=2, early_stopping=3, beam_size=5, alpha=0.7,
+                  max_output_extra=13)
+    config = RunConfig(**values)
+    for name, owners in covered.items():
+        for section, field in owners:
+            assert getattr(getattr(config, section), field) == values[name], (section, field)
+
+
+def test_section_defaults_are_the_run_configs():
+    from keras_transformer import config as settings
+
+    config = RunConfig()
+    for cls, section in ((settings.ModelSettings, config.model), (settings.TrainingSettings, config.training),
+                         (settings.ValidationSettings, config.bleu_validation),
+                         (settings.DecodingSettings, config.decoding)):
+        assert cls() == section, cls.__name__

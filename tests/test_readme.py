@@ -6,7 +6,7 @@ and a `python` on PATH that is tests/helpers/readme_python.py (it mocks tfds
 datasets, splits the CPU for `--strategy mirrored`, and appends flags that
 scale paper-sized runs down; see there). `docker run` is the one command
 checked rather than run: there is no Docker engine here. The main job's line
-is run by tests/test_main_job.py, and the test command by CI itself.
+is run by tests/training/test_recipe.py, and the test command by CI itself.
 
 `test_every_readme_command_and_block_is_run` fails when the README gains a
 command or block that no test runs.
@@ -28,7 +28,10 @@ import pytest
 
 from keras_transformer import cli
 from keras_transformer.config import RunConfig
-from tests.conftest import weights_by_name, write_tsv
+from keras_transformer.decoding import restore
+from keras_transformer.export import saved_model
+from keras_transformer.run_dir import RunDir
+from tests.conftest import load_config, weights_by_name, write_tsv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -40,7 +43,7 @@ MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": c
 
 # What runs each README command (matched by regular expression) and block.
 COMMANDS_RUN_BY = {
-    r"^pip install -e \. && python scripts/train\.py$": "tests/test_main_job.py",
+    r"^pip install -e \. && python scripts/train\.py$": "tests/training/test_recipe.py",
     r'^pip install -e "\.\[test\]" && python -m pytest$': ".ci/run",
     r"^python scripts/train\.py --dataset corpus\.tsv --inspect-data$": "test_inspect_data_command",
     r"^python scripts/train\.py --dataset wmt14_translate/de-en .*--strategy mirrored": "test_wmt_recipe",
@@ -76,7 +79,7 @@ BLOCKS_RUN_BY = {
     "decoding.greedy_search": "test_python_api_blocks",
     'tfds.load("numerals_en_de"': "test_builtin_corpus_block",
     "PredictionServiceStub": "test_serving_commands",
-    "tf.saved_model.load(": "tests/test_main_job.py",
+    "tf.saved_model.load(": "tests/training/test_recipe.py",
     "ctranslate2.Translator(": "test_ctranslate2_commands",
     "decoding.sample_search(": "test_data_work_commands",
 }
@@ -200,13 +203,11 @@ def test_readme_command_parses(name, args, monkeypatch):
 def trained_checkout(tmp_path_factory, tiny_run_dir):
     """A checkout after the main job, with a tiny model in its places:
     runs/numerals_en_de-small and saved_models/numerals_en_de/1."""
-    from keras_transformer import export, training
-
     checkout = make_checkout(tmp_path_factory.mktemp("user"))
     shutil.copytree(tiny_run_dir, checkout / "runs" / "numerals_en_de-small")
-    config, model, tokenizer = training.restore(tiny_run_dir)
-    export.export_translator(training.make_translator(config, model, tokenizer),
-                             str(checkout / "saved_models" / "numerals_en_de"))
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    saved_model.export_translator(restore.make_translator(config.decoding, model, tokenizer),
+                                  str(checkout / "saved_models" / "numerals_en_de"))
     return checkout
 
 
@@ -279,7 +280,8 @@ def test_data_work_commands(trained_checkout, tiny_run_dir, translator):
     second ensemble member), and the Python block on that model."""
     import tensorflow as tf
 
-    from keras_transformer import decoding, scoring, training
+    from keras_transformer import decoding
+    from keras_transformer.decoding import scoring
 
     checkout = trained_checkout
     (checkout / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
@@ -312,7 +314,7 @@ def test_data_work_commands(trained_checkout, tiny_run_dir, translator):
     served = tf.saved_model.load(str(checkout / exported)).signatures["serving_default"]
     assert served(sentences=tf.constant(SENTENCES))["translations"].shape == (len(SENTENCES), n)
 
-    _, model, _ = training.restore(tiny_run_dir)
+    _, model, _ = restore.restore(tiny_run_dir)
     source_ids = translator.encode_sources(tf.constant(SENTENCES[:2]))
     target_ids = tf.constant([[5, 6, 0], [7, 0, 0]])
     namespace = {"model": model, "model_a": model, "model_b": model, "source_ids": source_ids,
@@ -377,7 +379,7 @@ def test_ctranslate2_commands(tmp_path, trained_tiny_run):
     the export command writes the directory the translate command and the
     Python block use, and both print the same translation, which is the one
     CTranslate2 gives with the run's own decoding settings."""
-    from keras_transformer.ctranslate2_translator import CTranslate2Translator
+    from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
 
     checkout = make_checkout(tmp_path)
     shutil.copytree(trained_tiny_run, checkout / "runs" / "numerals_en_de-small")
@@ -437,7 +439,7 @@ def test_wmt_recipe(tmp_path):
     import tensorflow as tf
     import tensorflow_datasets as tfds
 
-    from keras_transformer import checkpoints, evaluation, training
+    from keras_transformer.data import sources
 
     checkout = make_checkout(tmp_path)
     env = {"KT_TEST_MOCK_TFDS": "64", "KT_TEST_LOGICAL_CPUS": "2",
@@ -445,9 +447,9 @@ def test_wmt_recipe(tmp_path):
     trained = bash(checkout, readme_command(r"--dataset wmt14_translate/de-en .*--strategy mirrored"), **env)
     assert "Strategy: mirrored, 2 replica(s) in sync" in trained.stdout
     run = checkout / "runs" / "wmt14-base"
-    kept = checkpoints.list_checkpoints(str(run / "checkpoints"))
+    kept = RunDir(run).checkpoints()
     assert [os.path.basename(p) for p in kept] == [f"ckpt-0000{i}.weights.h5" for i in range(2, 7)]
-    paper = RunConfig.load(str(run))  # the paper's schedule: warm-up 4000, inverse square root to the end
+    paper = load_config(str(run))  # the paper's schedule: warm-up 4000, inverse square root to the end
     assert (paper.warmup_steps, paper.cooldown, paper.learning_rate_scale, paper.label_smoothing) == (4000, 0.0, 1.0, 0.1)
 
     bash(checkout, readme_command(r"^python scripts/average_checkpoints\.py "), **env)
@@ -465,10 +467,10 @@ def test_wmt_recipe(tmp_path):
     assert "saved_models/wmt14-base/2" in exported.stdout
 
     # Both used the averaged weights: the same translations as a model restored with them here.
-    config, model, tokenizer = training.restore(str(run), str(run / "averaged.weights.h5"))
-    translator = training.make_translator(config, model, tokenizer)
+    config, model, tokenizer = restore.restore(str(run), str(run / "averaged.weights.h5"))
+    translator = restore.make_translator(config.decoding, model, tokenizer)
     with tfds.testing.mock_data(num_examples=64):
-        sentences, _ = evaluation.read_split(config, "test")
+        sentences, _ = sources.read_split(config.data, "test")
     expected, _ = translator.translate(sentences, progress=False)
     hypotheses = (run / "test.hypotheses.txt").read_text(encoding="utf-8").split("\n")[:-1]
     assert hypotheses == expected
@@ -482,7 +484,7 @@ def test_multi_worker_command(tmp_path):
     """The README's TF_CONFIG command, started twice (worker 0 and worker 1) on
     127.0.0.1 with /shared/ moved into tmp_path: both finish with identical
     weights, and only the chief evaluates."""
-    from tests.test_training import optimizer_iterations
+    from tests.training.test_trainer import optimizer_iterations
 
     checkout = make_checkout(tmp_path)
     command = readme_command(r"^TF_CONFIG=")
@@ -563,7 +565,7 @@ def test_python_api_blocks(tmp_path, small_corpus, tokenizer_path, monkeypatch):
 def test_builtin_corpus_block(tmp_path):
     """The block builds the dataset (here into an empty TFDS_DATA_DIR) and
     loads exactly the generated test split."""
-    from keras_transformer.data import corpus
+    from keras_transformer.data.numerals_en_de import generator as corpus
 
     dump = tmp_path / "test.json"
     code = readme_block('tfds.load("numerals_en_de"') + (
@@ -582,14 +584,14 @@ def test_fine_tuning_command(tmp_path, trained_tiny_run):
     preset and vocabulary, validation scores, and a model choice."""
     checkout = make_checkout(tmp_path)
     shutil.copytree(trained_tiny_run, checkout / "runs" / "wmt14-base")
-    from keras_transformer.data import corpus
+    from keras_transformer.data.numerals_en_de import generator as corpus
 
     write_tsv(checkout / "my_domain.tsv", corpus.generate("test", 400))
     scale = ["--batch-tokens", "1024", "--steps", "4", "--checkpoint-every", "2", "--max-output-extra", "5"]
     out = bash(checkout, readme_command(r"^python scripts/train\.py --init-from "),
                KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
     tuned = checkout / "runs" / "wmt14-base-my_domain"
-    config = RunConfig.load(tuned)
+    config = load_config(tuned)
     assert (config.preset, config.vocab_size) == ("tiny", 500)
     assert (tuned / "sentencepiece.model").read_bytes() == (checkout / "runs" / "wmt14-base" /
                                                           "sentencepiece.model").read_bytes()
@@ -602,7 +604,7 @@ def test_real_data_commands(tmp_path, small_corpus):
     """The README's real-data section on a generated stand-in for the
     LibreOffice corpus (2,300 pairs at ../shared/data/), a tiny model and 6
     updates: the split commands, training with --test, and the plot."""
-    from keras_transformer.data import corpus
+    from keras_transformer.data.numerals_en_de import generator as corpus
 
     checkout = make_checkout(tmp_path)
     pairs = corpus.generate("train", 2300)
@@ -628,3 +630,23 @@ def test_real_data_commands(tmp_path, small_corpus):
     assert plotted[0].split() == ["updates", "minutes", "val_bleu", "val_chrf"]
     assert [int(line.split()[0]) for line in plotted[1:4]] == [2, 4, 6] and plotted[4] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_layout_section_names_every_module_and_folder():
+    import pkgutil
+
+    import keras_transformer
+
+    readme = open(README, encoding="utf-8").read()
+    layout = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z_0-9]+)/?`", layout))
+    modules = {info.name.rsplit(".", 1)[1] for info in pkgutil.walk_packages(keras_transformer.__path__,
+                                                                            "keras_transformer.")}
+    # cli's modules are described as a family; the shim kept for old imports is not part of the layout.
+    described = {m for m in modules if m not in {"builtin_dataset", "common", "train", "decode", "score",
+                                                   "export", "data", "history", "benchmark"}}
+    assert described - named == set()
+    folders = {name for name in os.listdir(os.path.dirname(keras_transformer.__file__))
+               if os.path.isdir(os.path.join(os.path.dirname(keras_transformer.__file__), name))
+               and name != "__pycache__"}
+    assert folders <= named

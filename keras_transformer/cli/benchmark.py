@@ -1,6 +1,6 @@
 """`scripts/benchmark.py`."""
 
-from keras_transformer import presets
+from keras_transformer.modeling import presets
 from keras_transformer.cli.common import make_parser
 
 
@@ -34,13 +34,13 @@ def benchmark_main(argv=None):
                  "engines_batch"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}.")
-    from keras_transformer import benchmark  # noqa: PLC0415
+    from keras_transformer.benchmarks import speed  # noqa: PLC0415
 
-    benchmark.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
+    speed.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
                             args.decode_batch, args.output_length, args.corpus, args.skip_training,
                             args.engines_batch)
     if args.streaming_pairs:
-        from keras_transformer import streaming_benchmark  # noqa: PLC0415
+        from keras_transformer.benchmarks import streaming  # noqa: PLC0415
 
-        streaming_benchmark.streaming_figures(args.streaming_pairs)
+        streaming.streaming_figures(args.streaming_pairs)
     return 0

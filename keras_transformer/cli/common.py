@@ -10,13 +10,14 @@ def make_parser(prog, description):
 
 
 def restored_translator(parser, args, **options):
-    """(config, Translator) for --model-dir/--weights/--beam-size/--alpha, and
-    `options` for the Translator (n_best); exits 1 with a message on failure."""
-    from keras_transformer import training  # noqa: PLC0415
+    """(config, Translator) for --model-dir/--weights/--beam-size/--alpha/--precision,
+    and `options` for the Translator (n_best); exits 1 with a message on failure."""
+    from keras_transformer.decoding import restore  # noqa: PLC0415
 
     try:
-        config, model, tokenizer = training.restore(args.model_dir, args.weights)
-        return config, training.make_translator(config, model, tokenizer, args.beam_size, args.alpha, **options)
+        config, model, tokenizer = restore.restore(args.model_dir, args.weights, args.precision)
+        return config, restore.make_translator(config.decoding, model, tokenizer, args.beam_size, args.alpha,
+                                               **options)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"{parser.prog}: error: {error}\n")
 
@@ -30,4 +31,14 @@ def decoding_flags(parser):
     parser.add_argument("--beam-size", type=int, default=None, help="Beam size (default: the run's, 4).")
     parser.add_argument("--alpha", type=float, default=None, help=ALPHA_HELP)
     parser.add_argument("--weights", default=None,
-                        help="A .weights.h5 file to use instead of the newest checkpoint (e.g. averaged).")
+                        help="A .weights.h5 file to use instead of the run's chosen model (e.g. averaged).")
+    precision_flag(parser)
+
+
+def precision_flag(parser):
+    from keras_transformer.modeling.precision import PRECISIONS  # noqa: PLC0415
+
+    parser.add_argument("--precision", default=None, choices=PRECISIONS,
+                        help="The Keras dtype policy to compute in (default: the one the run trained in, "
+                        "recorded in its run_config.json; auto: this machine's choice). Another policy "
+                        "can translate differently; training model directories only.")

@@ -28,10 +28,10 @@ def _sampling(parser, args):
     given = {k: v for k, v in given.items() if v is not None}
     if not given:
         return None
-    from keras_transformer import decoding  # noqa: PLC0415
+    from keras_transformer.decoding.sampling import check_sampling  # noqa: PLC0415
 
     try:
-        decoding.check_sampling(**given)
+        check_sampling(**given)
     except ValueError as error:
         parser.error(str(error).replace("sampling top-k", "--sampling-topk").replace(
             "sampling top-p", "--sampling-topp").replace("sampling temperature", "--sampling-temperature"))
@@ -70,21 +70,21 @@ def translate_main(argv=None):
     if args.n_best < 1:
         parser.error(f"--n-best must be at least 1; got {args.n_best}.")
     sampling = _sampling(parser, args)
-    from keras_transformer import inference  # noqa: PLC0415
+    from keras_transformer.export import loading  # noqa: PLC0415
 
     try:
-        translate = inference.load_translate_function(args.model, args.beam_size, args.alpha, args.weights,
-                                                      args.threads, args.n_best, sampling)
+        translate = loading.load_translate_function(args.model, args.beam_size, args.alpha, args.weights,
+                                                    args.threads, args.n_best, sampling, args.precision)
         lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="replace")
         with lines:
             sentences = [line.rstrip("\n") for line in lines]
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"translate.py: error: {error}\n")
     if args.n_best > 1:
-        for line in inference.n_best_lines(translate, sentences, args.batch_size):
+        for line in loading.n_best_lines(translate, sentences, args.batch_size):
             print(line)
         return 0
-    for translation in inference.translate_lines(translate, sentences, args.batch_size):
+    for translation in loading.translate_lines(translate, sentences, args.batch_size):
         translation = translation if isinstance(translation, str) else translation[0]
         # One line per input, even when a (sampled) translation holds a line break.
         print(translation.replace("\r", " ").replace("\n", " "))
@@ -107,11 +107,12 @@ def evaluate_main(argv=None):
                         help="Hypotheses file (default: <model-dir>/<split>.hypotheses.txt).")
     decoding_flags(parser)
     args = parser.parse_args(argv)
-    from keras_transformer import evaluation  # noqa: PLC0415
+    from keras_transformer.data import sources  # noqa: PLC0415
+    from keras_transformer.decoding import evaluation  # noqa: PLC0415
 
     config, translator = restored_translator(parser, args)
     try:
-        sentences, references = evaluation.read_split(config, args.split, args.dataset, args.limit)
+        sentences, references = sources.read_split(config.data, args.split, args.dataset, args.limit)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"evaluate.py: error: {error}\n")
     output = args.output or os.path.join(args.model_dir, f"{args.split}.hypotheses.txt")
@@ -133,9 +134,9 @@ def plot_attention_main(argv=None):
     parser.add_argument("--output-dir", default="attention", help="Where the PNG files go.")
     decoding_flags(parser)
     args = parser.parse_args(argv)
-    from keras_transformer import attention_plot  # noqa: PLC0415
+    from keras_transformer.plots import attention  # noqa: PLC0415
 
     _, translator = restored_translator(parser, args)
-    for path in attention_plot.plot_cross_attention(translator, args.sentence, args.output_dir):
+    for path in attention.plot_cross_attention(translator, args.sentence, args.output_dir):
         print(path)
     return 0

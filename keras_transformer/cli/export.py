@@ -1,6 +1,7 @@
 """`scripts/export.py` (SavedModel or CTranslate2) and `scripts/average_checkpoints.py`."""
 
 import os
+import sys
 
 from keras_transformer.cli.common import decoding_flags, make_parser, restored_translator
 
@@ -35,10 +36,10 @@ def export_main(argv=None):
         parser.error(f"--n-best must be at least 1; got {args.n_best}.")
     _, translator = restored_translator(parser, args, n_best=args.n_best)
     if args.format == "ctranslate2":
-        from keras_transformer import ctranslate2_export  # noqa: PLC0415
+        from keras_transformer.export import ctranslate2  # noqa: PLC0415
 
         try:
-            path = ctranslate2_export.export_translator_ctranslate2(translator, args.output,
+            path = ctranslate2.export_translator_ctranslate2(translator, args.output,
                                                                     args.quantization or "int8")
         except ImportError:
             parser.exit(1, 'export.py: error: --format ctranslate2 needs the ctranslate2 package: '
@@ -46,10 +47,11 @@ def export_main(argv=None):
         except ValueError as error:
             parser.exit(1, f"export.py: error: {error}\n")
     else:
-        from keras_transformer import export  # noqa: PLC0415
+        from keras_transformer.export import saved_model  # noqa: PLC0415
 
-        path = export.export_translator(translator, args.output)
+        path = saved_model.export_translator(translator, args.output)
     print(path)
+    print(f"computing in {translator.models[0].dtype_policy.name}", file=sys.stderr)
     return 0
 
 
@@ -62,13 +64,14 @@ def average_main(argv=None):
     parser.add_argument("--last", type=int, default=5, help="How many of the newest checkpoints to average.")
     parser.add_argument("--output", required=True, help="The averaged .weights.h5 file to write.")
     args = parser.parse_args(argv)
-    from keras_transformer import checkpoints  # noqa: PLC0415
+    from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+    from keras_transformer.training import checkpoints  # noqa: PLC0415
 
     if args.last < 1:
         parser.error(f"--last must be at least 1; got {args.last}.")
     if not args.output.endswith(".weights.h5"):
         parser.error(f"--output must end in .weights.h5; got {args.output!r}.")
-    found = checkpoints.list_checkpoints(os.path.join(args.model_dir, "checkpoints"))
+    found = RunDir(args.model_dir).checkpoints()
     if len(found) < args.last:
         parser.exit(1, f"average_checkpoints.py: error: asked for the last {args.last} checkpoints but "
                        f"{args.model_dir!r} has {len(found)}; raise --keep-checkpoints when training.\n")

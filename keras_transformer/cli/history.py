@@ -15,7 +15,7 @@ def plot_history_main(argv=None):
     parser.add_argument("--output", default="history.png", help="The PNG file to write.")
     parser.add_argument("--title", default=None, help="The figure's title (default: names the model directory).")
     args = parser.parse_args(argv)
-    from keras_transformer import history_plot  # noqa: PLC0415
+    from keras_transformer.plots import history as history_plot  # noqa: PLC0415
 
     try:
         curve = history_plot.read_curve(args.model_dir)

@@ -2,7 +2,7 @@
 
 import sys
 
-from keras_transformer.cli.common import make_parser
+from keras_transformer.cli.common import make_parser, precision_flag
 
 
 def read_pairs(path):
@@ -35,17 +35,18 @@ def score_main(argv=None):
                         help="Length penalty exponent of the normalized column (default: the first run's, 0.6).")
     parser.add_argument("--batch-size", type=int, default=64, help="Pairs per batch.")
     parser.add_argument("--weights", default=None,
-                        help="A .weights.h5 file to use instead of the newest checkpoint (one --model-dir only).")
+                        help="A .weights.h5 file to use instead of the run's chosen model (one --model-dir only).")
+    precision_flag(parser)
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error(f"--batch-size must be at least 1; got {args.batch_size}.")
     if args.alpha is not None and args.alpha < 0:
         parser.error(f"--alpha must be non-negative; got {args.alpha}.")
-    from keras_transformer import inference, scoring  # noqa: PLC0415
+    from keras_transformer.decoding import restore, scoring  # noqa: PLC0415
 
     try:
         sources, targets = read_pairs(args.input)
-        config, models, tokenizer = inference.restore_ensemble(args.model_dir, args.weights)
+        config, models, tokenizer = restore.restore_ensemble(args.model_dir, args.weights, args.precision)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"score.py: error: {error}\n")
     alpha = config.alpha if args.alpha is None else args.alpha

@@ -3,10 +3,12 @@
 import argparse
 import dataclasses
 import sys
+import types
+import typing
 
 from keras_transformer import config as run_config
-from keras_transformer import presets
 from keras_transformer.cli.common import make_parser
+from keras_transformer.modeling import presets
 
 
 # With --init-from these come from the run it names; a flag left out is absent from the parsed args.
@@ -19,24 +21,47 @@ def _flag(name):
     return "--" + name.replace("_", "-")
 
 
+def flag_type(annotation):
+    """The argparse type of a dataclass field's annotation: `int`, `float`,
+    `str`, `bool`, or one of them `| None` (the flag then parses the inner
+    type; None stays the default)."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        inner = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"Cannot make a flag of the annotation {annotation!r}.")
+        annotation = inner[0]
+    if annotation not in (int, float, str, bool):
+        raise TypeError(f"Cannot make a flag of the annotation {annotation!r}; expected int, float, str or bool.")
+    return annotation
+
+
+def add_dataclass_flags(parser, cls, choices=None, suppressed=()):
+    """One flag per field of the dataclass `cls`, `--field-name`, typed by its
+    annotation (`flag_type`), with the field's metadata "help" as its help.
+    A bool field gets `--name` and `--no-name`, so a default of True can be
+    turned off. Fields in `suppressed` are absent from the parsed args unless given."""
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        kind = flag_type(hints[field.name])
+        help_text = field.metadata.get("help", "")
+        default = argparse.SUPPRESS if field.name in suppressed else field.default
+        if kind is bool:
+            parser.add_argument(_flag(field.name), action=argparse.BooleanOptionalAction, default=default,
+                                help=help_text)
+            continue
+        if field.name in suppressed:
+            help_text += f" (default: {field.default}; with --init-from, the run's)"
+        parser.add_argument(_flag(field.name), type=kind, help=help_text, default=default,
+                            choices=(choices or {}).get(field.name))
+
+
 def _train_parser():
     parser = make_parser(
         "train.py",
         "Train a Transformer (resuming from its backup if one exists), score the test split "
         "with sacreBLEU and export a SavedModel. With no flags: the small preset on the built-in corpus.",
     )
-    for field in dataclasses.fields(run_config.RunConfig):
-        help_text = field.metadata.get("help", "")
-        if field.type is bool or field.type == "bool":
-            parser.add_argument(_flag(field.name), action="store_true", help=help_text)
-            continue
-        kind = {"int": int, "float": float, "float | None": float}.get(str(field.type), None) or (
-            field.type if field.type in (int, float) else str
-        )
-        if field.name in _INHERITED:
-            help_text += f" (default: {field.default}; with --init-from, the run's)"
-        parser.add_argument(_flag(field.name), type=kind, help=help_text, choices=_CHOICES.get(field.name),
-                            default=argparse.SUPPRESS if field.name in _INHERITED else field.default)
+    add_dataclass_flags(parser, run_config.RunConfig, _CHOICES, suppressed=_INHERITED)
     parser.add_argument("--inspect-data", action="store_true",
                         help="Print what the data pipeline makes of --dataset (pairs, skips, batches, "
                         "padding efficiency) and exit without training.")
@@ -52,22 +77,25 @@ def train_main(argv=None):
     args.update({name: defaults[name] for name in _INHERITED if name not in given})
     try:
         if args["init_from"]:
-            from keras_transformer import fine_tuning  # noqa: PLC0415
+            from keras_transformer.training import fine_tuning  # noqa: PLC0415
 
             args = fine_tuning.inherit(args, args["init_from"], given)
         config = run_config.RunConfig(**args)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    from keras_transformer import main_job, training  # noqa: PLC0415  (TensorFlow loads only after parsing)
+    from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+    from keras_transformer.training import recipe, trainer, vocabulary  # noqa: PLC0415
 
     try:
         if inspect:
-            from keras_transformer.data.inspect import format_summary, inspect_data  # noqa: PLC0415
+            from keras_transformer.data.summary import format_summary, summarize  # noqa: PLC0415
 
-            training.prepare_model_dir(config)  # the vocabulary it trains is kept for training
-            print(format_summary(inspect_data(config, training.load_tokenizer(config))))
+            run_dir = RunDir(config.model_dir)
+            trainer.prepare_run_dir(config, run_dir)  # the vocabulary it trains is kept for training
+            tokenizer = vocabulary.load_tokenizer(config.data, run_dir, config.init_from)
+            print(format_summary(summarize(config.data, tokenizer)))
             return 0
-        main_job.train_and_evaluate(config)
+        recipe.train_and_evaluate(config)
     except (FileNotFoundError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 1

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer.data.sources import nonempty
-from keras_transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID
 
 
 def bucket_boundaries(max_length, min_boundary=8, growth=1.1):
@@ -57,9 +57,9 @@ def encode_pairs(pairs, tokenizer, chunk=1024):
     Tokenizes in chunks of `chunk` pairs, which is much faster than one op per pair.
     """
     def tokenize(sources, targets):
-        eos = tf.fill([tf.shape(sources)[0], 1], EOS_ID)
+        eos = tf.fill([tf.shape(targets)[0], 1], EOS_ID)
         bos = tf.fill([tf.shape(targets)[0], 1], BOS_ID)
-        source_ids = tf.concat([tokenizer.tokenize(sources), eos], axis=1)  # ragged (chunk, None)
+        source_ids = tokenizer.encode_sources(sources)  # ragged (chunk, None)
         target_ids = tf.concat([bos, tokenizer.tokenize(targets), eos], axis=1)
         # Dense rows plus lengths: unbatching ragged rows would give ragged
         # elements, which padded_batch does not take.

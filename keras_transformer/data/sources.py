@@ -14,11 +14,11 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_transformer.config import is_local_dataset
-from keras_transformer.data import builtin_dataset  # noqa: F401  (registers the tfds builder)
+from keras_transformer.data import numerals_en_de  # registers the built-in tfds builder
 from keras_transformer.data.local_corpus import (HELD_OUT, ReadStats, open_corpus, pair_key, read_held_out,
                                                  reservoir_sample)
 
-DEFAULT_DATASET = builtin_dataset.NAME
+DEFAULT_DATASET = numerals_en_de.NAME
 
 
 def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, validation=None, test=None,
@@ -87,24 +87,41 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, v
     return dataset, ReadStats()
 
 
-def load_split(config, split, dataset=None):
-    """`load_pairs` for a split of a run's data (its dataset, languages and
-    held-out sets); `dataset` replaces the run's dataset and its held-out sets."""
-    if dataset and dataset != config.dataset:
-        return load_pairs(dataset, split, config.source_lang, config.target_lang, config.data_dir)
-    return load_pairs(config.dataset, split, config.source_lang, config.target_lang, config.data_dir,
-                      validation=config.validation, test=config.test, seed=config.seed)
+def load_split(data, split, dataset=None):
+    """`load_pairs` for a split of a run's data (a `config.DataSettings`: its
+    dataset, languages and held-out sets); `dataset` replaces the run's
+    dataset and its held-out sets."""
+    if dataset and dataset != data.dataset:
+        return load_pairs(dataset, split, data.source_lang, data.target_lang, data.data_dir)
+    return load_pairs(data.dataset, split, data.source_lang, data.target_lang, data.data_dir,
+                      validation=data.validation, test=data.test, seed=data.seed)
 
 
-def sample_training_pairs(config, k, seed=0):
+def read_split(data, split, dataset=None, limit=None):
+    """(sources, references) lists of str for `split` of a run's data (a
+    `config.DataSettings`; or of `dataset` instead), pairs with an empty side
+    left out: the held-out sentences that validation, model choice and
+    evaluation translate."""
+    pairs, _ = load_split(data, split, dataset)
+    pairs = nonempty(pairs)
+    if limit:
+        pairs = pairs.take(limit)
+    sentences, references = [], []
+    for source, reference in pairs.as_numpy_iterator():
+        sentences.append(source.decode("utf-8"))
+        references.append(reference.decode("utf-8"))
+    return sentences, references
+
+
+def sample_training_pairs(data, k, seed=0):
     """A uniform sample of `k` training pairs (str, str) from the whole
-    training split of the run's data, held-out pairs excluded: one pass, O(k)
-    memory (`local_corpus.reservoir_sample`)."""
-    if is_local_dataset(config.dataset):
-        pairs = open_corpus(config.dataset, config.validation, config.test).iter_train()
+    training split of a run's data (a `config.DataSettings`), held-out pairs
+    excluded: one pass, O(k) memory (`local_corpus.reservoir_sample`)."""
+    if is_local_dataset(data.dataset):
+        pairs = open_corpus(data.dataset, data.validation, data.test).iter_train()
     else:
         pairs = ((s.decode("utf-8", "replace"), t.decode("utf-8", "replace"))
-                 for s, t in nonempty(load_split(config, "train")[0]).as_numpy_iterator())
+                 for s, t in nonempty(load_split(data, "train")[0]).as_numpy_iterator())
     return reservoir_sample(pairs, k, seed)
 
 

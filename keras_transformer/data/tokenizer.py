@@ -5,8 +5,8 @@ shared byte-pair vocabulary) and applied with tensorflow-text's op, so that
 `tf.data`, the model directory and the exported SavedModel all run the same
 op on the same model bytes.
 
-Fixed special ids: PAD_ID=0 (also the model's padding), UNK_ID=1, BOS_ID=2,
-EOS_ID=3.
+The special ids (PAD 0, UNK 1, BOS 2, EOS 3) are fixed in
+`modeling.special_ids`; SentencePiece is trained to use them.
 """
 
 import os
@@ -15,8 +15,9 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-TOKENIZER_FILENAME = "sentencepiece.model"
+from keras_transformer.files import atomic_open
+from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
 
 
 def train_sentencepiece(sentences, vocab_size, output_path, max_sentences=2_000_000):
@@ -41,10 +42,8 @@ def train_sentencepiece(sentences, vocab_size, output_path, max_sentences=2_000_
             f"SentencePiece could not train a vocabulary of {vocab_size} pieces: "
             f"{str(error).split(']')[-1].strip()}"
         ) from None
-    tmp_path = output_path + ".tmp"
-    with open(tmp_path, "wb") as f:
+    with atomic_open(output_path, "wb") as f:  # a killed run never leaves half a model
         f.write(model.getvalue())
-    os.replace(tmp_path, output_path)  # atomic: a killed run never leaves half a model
     return output_path
 
 
@@ -111,6 +110,18 @@ class Tokenizer(tf.Module):
     def tokenize(self, strings):
         """(B,) strings -> (B, None) int32 RaggedTensor, without BOS/EOS."""
         return self._op.tokenize(strings)
+
+    def encode_sources(self, strings, max_length=None):
+        """(B,) strings -> (B, None) int32 RaggedTensor of encoder inputs:
+        pieces + EOS, the pieces cut to `max_length` - 1 so that a row has at
+        most `max_length` ids. The one definition of an encoder input, for
+        training batches, translation and scoring alike; `.to_tensor()` pads
+        with PAD_ID (0)."""
+        pieces = self.tokenize(strings)  # ragged (B, None)
+        if max_length is not None:
+            pieces = pieces[:, : int(max_length) - 1]
+        eos = tf.fill([tf.shape(strings)[0], 1], EOS_ID)
+        return tf.concat([pieces, eos], axis=1)
 
     def detokenize(self, ids):
         """(B, L) int ids, dense or ragged -> (B,) strings.

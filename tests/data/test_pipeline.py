@@ -4,8 +4,8 @@ import tensorflow as tf
 
 from keras_transformer.config import RunConfig
 from keras_transformer.data import pipeline
-from keras_transformer.data.inspect import format_summary, inspect_data
-from keras_transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from keras_transformer.data.summary import format_summary, summarize
+from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID
 from tests.conftest import write_tsv
 
 
@@ -93,7 +93,7 @@ def test_inspect_data_reports_skips_and_efficiency(small_corpus, tokenizer, tmp_
     with open(path, "ab") as f:
         f.write(b"no tab\n\tempty\n\xff\xfe\tbad\n")
     config = RunConfig(dataset=path, max_length=64, batch_tokens=512, model_dir=str(tmp_path / "run"))
-    summary = inspect_data(config, tokenizer, split="train")
+    summary = summarize(config.data, tokenizer, split="train")
     assert summary["pairs_skipped"] == {"no TAB": 1, "empty side": 1, "undecodable": 1,
                                         "over-long (> 64 pieces)": 1}
     assert summary["pairs_kept"] == 380  # 401 read, 20 held out for validation, 1 too long

@@ -58,7 +58,7 @@ def test_tfds_translation_dataset_under_mock_data():
 
 
 def test_builtin_corpus_loads_through_tfds(tmp_path):
-    from keras_transformer.data import corpus
+    from keras_transformer.data.numerals_en_de import generator as corpus
 
     test = tfds.load("numerals_en_de", split="test", data_dir=str(tmp_path))
     got = [(ex["en"].decode(), ex["de"].decode()) for ex in test.as_numpy_iterator()]

@@ -1,6 +1,6 @@
 import tensorflow as tf
 
-from keras_transformer.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
 def test_special_ids_are_fixed(tokenizer):

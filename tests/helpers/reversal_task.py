@@ -10,7 +10,7 @@ import keras
 import numpy as np
 
 import keras_transformer as kt
-from keras_transformer.data.tokenizer import BOS_ID, EOS_ID
+from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID
 
 SOURCE_VOCAB = 24
 

@@ -15,7 +15,7 @@ run against our export:
 - gRPC: `tensorflow.serving.PredictionService/Predict`, from
   tensorflow-serving-api's own service definition.
 
-What it does not check is TF Serving's own C++ loader; tests/test_export.py
+What it does not check is TF Serving's own C++ loader; tests/export/test_saved_model.py
 covers the same loader path in Python, and the saved_model_cli listing.
 """
 

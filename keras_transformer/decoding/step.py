@@ -1,0 +1,97 @@
+"""The step function of every search: `tokens_to_logits(ids, cache, step) -> (logits, cache)`.
+
+`model_tokens_to_logits` builds it from a `Transformer`, either with the
+key/value cache (one token per step) or without it (the whole prefix every
+step; for tests and benchmarks); `ensemble_tokens_to_logits` combines
+several models, each with its own cache, into one callable. The searches
+(`decoding.search`) know nothing else about the model.
+
+Notation: B sentences, K beams (B* = B*K rows), H heads, S source length,
+L maximum output length, V vocabulary.
+"""
+
+import tensorflow as tf
+
+
+def _tile_beams(x, beam_size):
+    """(B, ...) -> (B*K, ...), each row repeated K times in place."""
+    x = tf.expand_dims(x, 1)  # (B, 1, ...)
+    multiples = [1, beam_size] + [1] * (len(x.shape) - 2)
+    x = tf.tile(x, multiples)  # (B, K, ...)
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))  # (B*K, ...)
+
+
+def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache=True):
+    """(tokens_to_logits, initial_cache) for a `Transformer` on `source_ids`.
+
+    The encoder runs once here. With `use_cache`, the loop state holds the
+    per-layer self-attention keys/values (written one step at a time); the
+    cross-attention keys/values are projected once and captured as constants,
+    so beam reordering never copies them. Each step decodes one token.
+    Without it, each step re-runs the decoder over the whole prefix, which the
+    step reads from `cache["prefix"]`.
+    """
+    source_ids = _tile_beams(source_ids, beam_size)  # (B*K, S)
+    encoder_output = model.encode(source_ids, training=False)  # (B*K, S, D)
+    if use_cache:
+        layers = model.init_cache(encoder_output, max_length)
+        cross = [layer["cross"] for layer in layers]  # constant: 2 x (B*K, H, S, K) per layer
+        cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L, K) per layer
+
+        def tokens_to_logits(ids, cache, step):
+            full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cross)]
+            logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
+            return logits[:, -1, :], {"self": [layer["self"] for layer in full]}  # (B*K, V)
+    else:
+        batch = tf.shape(source_ids)[0]
+        cache = {"prefix": tf.zeros([batch, max_length], tf.int32)}
+
+        def tokens_to_logits(ids, cache, step):
+            prefix = tf.tensor_scatter_nd_update(
+                tf.transpose(cache["prefix"]), [[step]], tf.transpose(ids)
+            )
+            prefix = tf.transpose(prefix)  # (B*K, L) with position `step` written
+            logits = model.decode(prefix[:, : step + 1], encoder_output, source_ids, training=False)
+            return logits[:, -1, :], {"prefix": prefix}  # (B*K, V)
+
+    return tokens_to_logits, cache
+
+
+def check_ensemble(models):
+    """A non-empty list of models with one source and one target vocabulary; ValueError otherwise."""
+    models = list(models)
+    if not models:
+        raise ValueError("An ensemble needs at least one model; got none.")
+    sizes = {(m.vocab_size, m.output_vocab_size) for m in models}
+    if len(sizes) > 1:
+        raise ValueError(f"Ensemble members must share their vocabularies; got (source, target) vocabulary "
+                         f"sizes {[(m.vocab_size, m.output_vocab_size) for m in models]}.")
+    return models
+
+
+def combine_log_probs(log_probs):
+    """The ensemble's next-token log-probabilities: log of the members' mean
+    probability, as fairseq's EnsembleModel does. (M, ..., V) -> (..., V)."""
+    members = tf.cast(tf.shape(log_probs)[0], tf.float32)
+    return tf.reduce_logsumexp(log_probs, axis=0) - tf.math.log(members)
+
+
+def ensemble_tokens_to_logits(models, source_ids, max_length, beam_size=1, use_cache=True):
+    """`model_tokens_to_logits` for a list of models decoding together.
+
+    Each member encodes the source and keeps its own cache (the cache is the
+    tuple of the members' caches); each step returns the combined
+    log-probabilities (`combine_log_probs`), which the searches treat as
+    logits (log-softmax leaves them unchanged). One model is itself.
+    """
+    models = check_ensemble(models)
+    if len(models) == 1:
+        return model_tokens_to_logits(models[0], source_ids, max_length, beam_size, use_cache)
+    members = [model_tokens_to_logits(m, source_ids, max_length, beam_size, use_cache) for m in models]
+
+    def tokens_to_logits(ids, cache, step):
+        outputs = [fn(ids, own, step) for (fn, _), own in zip(members, cache)]
+        log_probs = tf.stack([tf.nn.log_softmax(logits) for logits, _ in outputs])  # (M, B*, V)
+        return combine_log_probs(log_probs), tuple(own for _, own in outputs)  # (B*, V)
+
+    return tokens_to_logits, tuple(cache for _, cache in members)

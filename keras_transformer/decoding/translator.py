@@ -1,0 +1,156 @@
+"""Strings in, translations out: tokenization, beam search and detokenization in one graph.
+
+`Translator.translate_strings` is the function that the exported SavedModel
+serves, and that evaluation and scripts/translate.py run, so all three give
+the same translations.
+
+Defined results for awkward input (the same in Python and in serving):
+- an empty or whitespace-only sentence translates to "" with score 0.0;
+- invalid UTF-8 bytes are replaced by U+FFFD before tokenization;
+- a sentence longer than `max_input_length` pieces is truncated to that
+  many pieces (EOS included) and translated;
+- a batch of zero sentences gives zero translations.
+Each sentence is decoded independently of the others in its batch (padding
+is masked and every sentence has its own length limit).
+
+Notation: B sentences, S source pieces.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_transformer.decoding import sampling as sampling_filters
+from keras_transformer.decoding import search
+from keras_transformer.decoding.batching import in_length_order
+from keras_transformer.decoding.step import check_ensemble
+
+
+class Translator(tf.Module):
+    """Translates batches of sentences with a trained Transformer (or an ensemble).
+
+    Args:
+        model: a `Transformer`, or a list of them sharing the vocabulary (an
+            ensemble; see `step.ensemble_tokens_to_logits`).
+        tokenizer: the run's `Tokenizer` (shared vocabulary).
+        beam_size, alpha: beam search settings (paper: 4 and 0.6).
+        max_input_length: longer inputs are truncated to this many pieces.
+        extra_length: outputs have at most input length + this many pieces.
+        n_best: hypotheses per sentence (at most beam_size). With n_best > 1
+            translations and scores are (B, n_best), best first.
+        sampling: None for beam search, or a dict with any of top_k, top_p,
+            temperature and seed: random sampling (`search.sample_search`),
+            one translation per sentence.
+        greedy: arg-max search instead of beam search (beam_size must be 1):
+            it skips beam search's bookkeeping, so it is the cheap choice
+            for scoring during training. Its translations equal beam 1's at
+            alpha 0; its scores are summed log-probabilities, unnormalised.
+
+    `models` is always the list of members (one for a single model).
+    """
+
+    def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, max_input_length=256,
+                 extra_length=search.DEFAULT_EXTRA_LENGTH, n_best=1, sampling=None, greedy=False,
+                 name="translator"):
+        super().__init__(name=name)
+        search.check_beam_settings(beam_size, n_best, alpha)
+        if int(max_input_length) < 2:
+            raise ValueError(f"max_input_length must be at least 2; got {max_input_length}.")
+        if sampling is not None:
+            unknown = set(sampling) - {"top_k", "top_p", "temperature", "seed"}
+            if unknown:
+                raise ValueError(f"Unknown sampling setting(s) {sorted(unknown)}; expected top_k, top_p, "
+                                 "temperature, seed.")
+            sampling = {"top_k": 0, "top_p": 1.0, "temperature": 1.0, "seed": 0, **sampling}
+            sampling_filters.check_sampling(sampling["top_k"], sampling["top_p"], sampling["temperature"])
+            if int(n_best) != 1:
+                raise ValueError(f"n_best applies to beam search; sampling gives one translation, got n_best={n_best}.")
+        if greedy and (int(beam_size) != 1 or sampling is not None):
+            raise ValueError(f"greedy search keeps one hypothesis and does not sample; got beam_size={beam_size}"
+                             f"{', sampling' if sampling is not None else ''}.")
+        self.models = check_ensemble(model if isinstance(model, (list, tuple)) else [model])
+        self.tokenizer = tokenizer
+        self.beam_size = int(beam_size)
+        self.alpha = float(alpha)
+        self.max_input_length = int(max_input_length)
+        self.extra_length = int(extra_length)
+        self.n_best = int(n_best)
+        self.sampling = sampling
+        self.greedy = bool(greedy)
+
+    @property
+    def _model(self):
+        """What the searches take: the one model, or the ensemble's list."""
+        return self.models[0] if len(self.models) == 1 else self.models
+
+    def encode_sources(self, sentences):
+        """(B,) strings -> (B, S) int32 source ids: pieces (truncated) + EOS, PAD-padded."""
+        sentences = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="replace")
+        ids = self.tokenizer.encode_sources(sentences, self.max_input_length)  # ragged (B, None)
+        return ids.to_tensor(shape=[None, None])
+
+    def translate_ids(self, source_ids):
+        """(B, S) source ids -> (output ids ending in EOS then PAD, scores):
+        ((B, L), (B,)), or ((B, n_best, L), (B, n_best)) with n_best > 1."""
+        if self.sampling is not None:
+            return search.sample_search_graph(
+                self._model, source_ids, self.sampling["seed"], self.sampling["top_k"], self.sampling["top_p"],
+                self.sampling["temperature"], extra_length=self.extra_length)
+        if self.greedy:
+            return search.greedy_search_graph(self._model, source_ids, extra_length=self.extra_length,
+                                              with_scores=True)
+        return search.beam_search_graph(
+            self._model, source_ids, self.beam_size, self.alpha, n_best=self.n_best, extra_length=self.extra_length
+        )
+
+    def translate_strings(self, sentences):
+        """(B,) strings -> (translations, float32 scores), (B,) each or (B, n_best). Runs in-graph."""
+        sentences = tf.convert_to_tensor(sentences, tf.string)
+        blank = tf.equal(tf.strings.length(tf.strings.strip(sentences)), 0)  # (B,)
+        ids, scores = self.translate_ids(self.encode_sources(sentences))
+        if self.n_best > 1:
+            batch, length = tf.shape(ids)[0], tf.shape(ids)[2]
+            flat = self.tokenizer.detokenize(tf.reshape(ids, [-1, length]))  # (B*N,)
+            translations = tf.reshape(flat, [batch, self.n_best])  # (B, N)
+            blank = blank[:, None]
+        else:
+            translations = self.tokenizer.detokenize(ids)
+        translations = tf.where(blank, "", translations)
+        scores = tf.where(blank, 0.0, scores)
+        return translations, scores
+
+    def translate(self, sentences, batch_size=64, progress=True):
+        """Translates a Python list of str; returns (list of str, np.ndarray of scores),
+        or with n_best > 1 (list of lists of str, (N, n_best) scores)."""
+        return translate_in_batches(self.compiled(), sentences, batch_size, progress)
+
+    def compiled(self):
+        """`translate_strings` as a tf.function over (B,) tf.string, traced once."""
+        if not hasattr(self, "_function"):
+            self._function = tf.function(
+                self.translate_strings, input_signature=[tf.TensorSpec([None], tf.string)]
+            )
+        return self._function
+
+
+def translate_in_batches(function, sentences, batch_size=64, progress=True):
+    """Runs `function((B,) tf.string) -> (translations, scores)` over a list of str.
+
+    `function` returns tensors or arrays: (B,) UTF-8 bytes and (B,) float
+    scores, or (B, N) of each for n-best lists.
+
+    Sentences are batched by length (fewer padded positions) and put back in
+    their original order (`batching.in_length_order`); a progress line goes
+    to stderr. Returns (list of str, (len,) float32 scores), or (list of
+    lists of str, (len, N) scores).
+    """
+    def run(batch):
+        out, scores = function(tf.constant(batch, tf.string))
+        return list(zip(np.asarray(out), np.asarray(scores)))
+
+    sentences = list(sentences)
+    results = in_length_order(run, sentences, [len(s) for s in sentences], batch_size,
+                              "Translated {done}/{total} sentences" if progress else None)
+    # (B,) bytes, or with n-best (B, N)
+    translations = [text.decode("utf-8") if isinstance(text, bytes) else [t.decode("utf-8") for t in text]
+                    for text, _ in results]
+    return translations, np.array([score for _, score in results], np.float32)

@@ -1,0 +1,97 @@
+"""Translation with a CTranslate2 model directory written by `export.ctranslate2`.
+
+SentencePiece in, CTranslate2 beam search, SentencePiece out; TensorFlow is
+not used. Awkward input gets the same defined results as `Translator`: a
+blank sentence gives "" with score 0, and an input longer than
+`max_input_length` pieces (EOS included) is truncated.
+
+Two differences from our beam search, both CTranslate2's own:
+- the length penalty divides the log-probability by length^alpha, not by
+  GNMT's ((5 + length) / 6)^alpha, so the same alpha ranks hypotheses
+  differently; only with alpha = 0 do both engines rank by the plain
+  log-probability, and then they pick the same translations;
+- the output limit is set per batch (the longest input + extra_length), not
+  per sentence.
+"""
+
+import os
+
+import numpy as np
+
+from keras_transformer.decoding.translator import translate_in_batches
+from keras_transformer.export.settings import VOCABULARY_FILENAME, read_settings
+
+
+def is_ctranslate2_model(path):
+    """True if `path` is a CTranslate2 model directory (model.bin and config.json)."""
+    return os.path.isfile(os.path.join(path, "model.bin")) and os.path.isfile(os.path.join(path, "config.json"))
+
+
+class CTranslate2Translator:
+    """Translates lists of sentences with a CTranslate2 model directory.
+
+    Args:
+        path: the directory `scripts/export.py --format ctranslate2` wrote.
+        beam_size, alpha: default to the run's, stored at export (4 and 0.6
+            for the paper's settings); alpha is CTranslate2's length^alpha
+            penalty (see the module docstring).
+        compute_type: CTranslate2's compute type; "default" computes in the
+            type the weights were stored in.
+        threads: CPU threads for one translation (0: CTranslate2's default).
+        device: "cpu" or "cuda".
+    """
+
+    def __init__(self, path, beam_size=None, alpha=None, compute_type="default", threads=0, device="cpu"):
+        try:
+            import ctranslate2  # noqa: PLC0415  (optional extra)
+        except ImportError:
+            raise ValueError(f"{path!r} is a CTranslate2 model, and translating with it needs the ctranslate2 "
+                             'package: pip install -e ".[ctranslate2]".') from None
+        import sentencepiece as spm  # noqa: PLC0415
+
+        if not is_ctranslate2_model(path):
+            raise FileNotFoundError(f"{path!r} is not a CTranslate2 model directory (no model.bin/config.json).")
+        settings = read_settings(path)
+        self.beam_size = int(settings["beam_size"] if beam_size is None else beam_size)
+        self.alpha = float(settings["alpha"] if alpha is None else alpha)
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1; got {self.beam_size}.")
+        if self.alpha < 0:
+            raise ValueError(f"alpha must be non-negative; got {self.alpha}.")
+        self.max_input_length = int(settings["max_input_length"])
+        self.extra_length = int(settings["extra_length"])
+        self.max_positions = int(settings["max_positions"])
+        self.sentencepiece = spm.SentencePieceProcessor(model_file=os.path.join(path, VOCABULARY_FILENAME))
+        self.translator = ctranslate2.Translator(path, device=device, compute_type=compute_type,
+                                                 intra_threads=int(threads))
+
+    def translate_batch(self, sentences):
+        """A list of str -> (list of str, (B,) float32 scores), in order."""
+        pieces = [self.sentencepiece.encode(s, out_type=str)[: self.max_input_length - 1] if s.strip() else []
+                  for s in sentences]
+        todo = [i for i, p in enumerate(pieces) if p]
+        translations, scores = [""] * len(sentences), np.zeros(len(sentences), np.float32)
+        if not todo:
+            return translations, scores
+        # Ours: at most input length (EOS included) + extra pieces, EOS included.
+        longest = max(len(pieces[i]) for i in todo) + 1
+        limit = min(longest + self.extra_length - 1, self.max_positions - 1)
+        results = self.translator.translate_batch(
+            [pieces[i] for i in todo], beam_size=self.beam_size, length_penalty=self.alpha,
+            max_decoding_length=limit, min_decoding_length=0, max_input_length=0, return_scores=True,
+        )
+        for i, result in zip(todo, results):
+            translations[i] = self.sentencepiece.decode_pieces(result.hypotheses[0])
+            scores[i] = result.scores[0]
+        return translations, scores
+
+    def __call__(self, sentences):
+        """(B,) tf.string or bytes -> (B,) UTF-8 bytes and (B,) scores, as `translate_in_batches` expects."""
+        texts = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s for s in np.asarray(sentences).tolist()]
+        translations, scores = self.translate_batch(texts)
+        return np.array([t.encode("utf-8") for t in translations], dtype=object), scores
+
+    def translate(self, sentences, batch_size=64, progress=True):
+        """Translates a list of str in length-sorted batches, as `Translator.translate` does;
+        returns (list of str, np.ndarray of scores)."""
+        return translate_in_batches(self, sentences, batch_size, progress)

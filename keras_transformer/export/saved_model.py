@@ -1,0 +1,71 @@
+"""A SavedModel for TF Serving: strings in, translations out.
+
+Built with `keras.export.ExportArchive` (a Keras 3 model wrapped in a
+tf.Module and saved with `tf.saved_model.save` fails in TF Serving's session
+loader with "Could not find variable"; tensorflow/serving#2250).
+
+Signatures:
+- `serving_default`: `sentences` string [B] -> `translations` string [B],
+  `scores` float32 [B]. Tokenization (tensorflow-text SentencePiece), cached
+  beam search and detokenization all run in the graph.
+- `translate_ids`: `source_ids` int32 [B, S] (pieces + EOS, 0-padded) ->
+  `ids` int32 [B, L] (ending in EOS, then 0) and `scores` float32 [B].
+
+Exported with n-best (`scripts/export.py --n-best N`, N > 1), the outputs
+gain an axis: `translations` string [B, N] and `scores` float32 [B, N],
+best first, and `ids` int32 [B, N, L]. Sampling is not exported: serving
+is beam search.
+
+Beam size, alpha and the maximum lengths are fixed at export time, and so
+is the dtype policy the graph computes in (the run's, unless the export
+asked for another). `assets/keras_transformer.json` records them all
+(`settings`). The SentencePiece model is embedded in the graph and also
+shipped as the asset `assets/sentencepiece.model`, for clients that want
+the vocabulary.
+
+Layout: `<base>/<version>/`, the integer version one above the highest
+present, as `tensorflow_model_server --model_base_path=<base>` expects.
+"""
+
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+
+from keras_transformer.export.settings import VOCABULARY_FILENAME, next_version, translator_settings, write_settings
+
+
+def export_translator(translator, base):
+    """Writes `translator` as a SavedModel to `<base>/<next version>/`; returns that path."""
+    if translator.sampling is not None:
+        raise ValueError("A sampling Translator cannot be exported; serving decodes with beam search.")
+    path = os.path.join(base, str(next_version(base)))
+    archive = keras.export.ExportArchive()
+    for model in translator.models:
+        archive.track(model)
+    archive.track(translator.tokenizer)
+
+    def serve(sentences):
+        translations, scores = translator.translate_strings(sentences)
+        return {"translations": translations, "scores": scores}
+
+    def serve_ids(source_ids):
+        ids, scores = translator.translate_ids(source_ids)
+        return {"ids": ids, "scores": scores}
+
+    archive.add_endpoint(
+        "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="sentences")]
+    )
+    archive.add_endpoint(
+        "translate_ids", serve_ids, input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")]
+    )
+    tmp = path + ".partial"
+    archive.write_out(tmp, verbose=False)
+    # ExportArchive keeps only TrackableResources of tracked objects, so the
+    # model file is copied in by hand; the graph itself embeds the same bytes.
+    os.makedirs(os.path.join(tmp, "assets"), exist_ok=True)
+    shutil.copyfile(translator.tokenizer.model_path, os.path.join(tmp, "assets", VOCABULARY_FILENAME))
+    write_settings(os.path.join(tmp, "assets"), translator_settings(translator))
+    os.replace(tmp, path)  # a killed export never leaves a half-written version for the server
+    return path

@@ -1,0 +1,133 @@
+"""BLEU while training: the `BleuValidation` callback.
+
+After every checkpoint interval (one Keras epoch) it translates validation
+sentences with the package's one `decoding.Translator` (greedy or beam
+search, as the export would) and scores them with sacreBLEU and chrF
+(`decoding.evaluation.score`). The scores go into the epoch's logs as `val_bleu`
+and `val_chrf`, so the progress bar, the History and TensorBoard show them;
+it must therefore come before those callbacks that read the logs.
+
+It keeps the weights of the interval with the best `val_bleu` as
+`best.weights.h5` (strictly better replaces; the first of equal scores
+stays), and with `patience` > 0 stops training after that many intervals
+without a better one.
+
+Nothing is lost when a run is killed. After every interval the score of
+every interval so far goes to the run's validation record, atomically, after the best
+weights. A resumed run (see `BackupAndRestore`) restarts at the interval
+after its last backup; the callback drops the scores of that interval and
+later ones (scored but not backed up before the kill), and recomputes the
+best interval and the patience counter from the rest, so they are what an
+uninterrupted run would have.
+"""
+
+import os
+import shutil
+import time
+
+import keras
+
+from keras_transformer.decoding import evaluation
+from keras_transformer.files import atomic_path
+
+
+def read_state(run_dir):
+    """{"scores": {interval: {"val_bleu", "val_chrf", "updates", "seconds"}}, "best_epoch": int | None}
+    of a run (empty when nothing was scored yet). Intervals count from 0;
+    "seconds" are training seconds (validation included) since the run
+    began, resumed runs continuing their count."""
+    state = run_dir.read_validation_state()
+    if state is None:
+        return {"scores": {}, "best_epoch": None}
+    state["scores"] = {int(epoch): scores for epoch, scores in state["scores"].items()}
+    return state
+
+
+def progress(scores):
+    """(best_epoch, intervals since it) over {epoch: {"val_bleu": ...}}; the
+    first of equal best scores counts. (None, 0) for no scores."""
+    best = None
+    for epoch in sorted(scores):
+        if best is None or scores[epoch]["val_bleu"] > scores[best]["val_bleu"]:
+            best = epoch
+    if best is None:
+        return None, 0
+    return best, sum(1 for epoch in scores if epoch > best)
+
+
+def stopped_early(run_dir, patience):
+    """True if the run already stopped early."""
+    return bool(patience) and progress(read_state(run_dir)["scores"])[1] >= patience
+
+
+class BleuValidation(keras.callbacks.Callback):
+    """Scores validation translations after every epoch; keeps the best weights; stops early.
+
+    Args:
+        run_dir: the `run_dir.RunDir` (of this worker) that names the best
+            weights and the validation record.
+        sentences, references: validation sources and references (lists of str).
+        translate: a function list of str -> list of str, called with the
+            model's current weights (e.g. a `decoding.Translator`'s
+            `translate_texts`).
+        patience: stop after this many epochs without a better val_bleu (0: never).
+        updates_per_epoch: optimizer updates in one epoch, recorded with the
+            scores (with the training seconds so far) for plotting.
+    """
+
+    def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_epoch=1):
+        super().__init__()
+        if len(sentences) != len(references):
+            raise ValueError(f"{len(sentences)} validation sentences but {len(references)} references.")
+        os.makedirs(run_dir.checkpoint_dir, exist_ok=True)
+        self.run_dir = run_dir
+        self.sentences, self.references = list(sentences), list(references)
+        self.translate = translate
+        self.patience = int(patience)
+        self.updates_per_epoch = int(updates_per_epoch)
+        self.state = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.state is not None:
+            return
+        # First epoch of this process: a fresh run (epoch 0) or a resumed one.
+        state = read_state(self.run_dir)
+        recorded_best = state["best_epoch"]
+        state["scores"] = {e: s for e, s in state["scores"].items() if e < epoch}
+        state["best_epoch"], _ = progress(state["scores"])
+        if state["best_epoch"] != recorded_best and state["best_epoch"] is not None:
+            # The best weights came from an interval that is being run again;
+            # take the kept checkpoint of the true best one, if still there.
+            kept = self.run_dir.checkpoint_path(state["best_epoch"])
+            if os.path.exists(kept):
+                with atomic_path(self.run_dir.best_weights_path) as tmp:
+                    shutil.copyfile(kept, tmp)
+        self.state = state
+        # Training seconds before this process, so that a resumed run's curve continues.
+        self._seconds_before = state["scores"].get(epoch - 1, {}).get("seconds", 0.0)
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        hypotheses = self.translate(self.sentences)
+        scores = evaluation.score(hypotheses, self.references)
+        figures = {"val_bleu": scores["bleu"], "val_chrf": scores["chrf"]}
+        if logs is not None:
+            logs.update(figures)
+        figures.update(updates=(epoch + 1) * self.updates_per_epoch,
+                       seconds=self._seconds_before + time.perf_counter() - self._start)
+        self.state["scores"][epoch] = figures
+        best_epoch, waited = progress(self.state["scores"])
+        if best_epoch == epoch:
+            with atomic_path(self.run_dir.best_weights_path) as tmp:
+                self.model.save_weights(tmp)
+        self.state["best_epoch"] = best_epoch
+        self._write_state()
+        if self.patience and waited >= self.patience:
+            print(f"\nEarly stopping: val_bleu has not improved for {waited} intervals "
+                  f"(best {self.state['scores'][best_epoch]['val_bleu']:.2f} after interval {best_epoch + 1}).",
+                  flush=True)
+            self.model.stop_training = True
+
+    def _write_state(self):
+        self.run_dir.write_validation_state({"scores": {str(e): s for e, s in sorted(self.state["scores"].items())},
+                                             "best_epoch": self.state["best_epoch"]})

@@ -1,0 +1,63 @@
+"""The paper's model choice at the end of a run: last, averaged or best checkpoint.
+
+The paper averages the last 5 (base) or 20 (big) checkpoints (section 6.1).
+`choose_model` makes up to three candidates from a run's checkpoint folder:
+- "last": the newest kept checkpoint;
+- "average": the element-wise mean of the last `average_last` kept ones,
+  written to the run folder;
+- "best": the weights of the interval with the best validation BLEU during
+  training (`bleu_validation.BleuValidation`).
+It scores each on validation sentences with the run's own decoding (beam
+search), and records the one with the highest BLEU (then chrF) in the run
+folder. The test score, the export and the scripts then use that model
+(`RunDir.default_weights`).
+"""
+
+import os
+
+from keras_transformer.decoding import evaluation
+from keras_transformer.training import bleu_validation, checkpoints
+
+CANDIDATES = ("last", "average", "best")
+
+
+def candidates(run_dir, average_last):
+    """{name: weights path} of a run (a `RunDir`), without duplicates: "best"
+    is left out when it is the last interval, "average" when it would average
+    one file."""
+    kept = run_dir.checkpoints()
+    if not kept:
+        raise FileNotFoundError(f"No checkpoints in {run_dir.checkpoint_dir!r}.")
+    found = {"last": kept[-1]}
+    to_average = kept[-int(average_last):]
+    if len(to_average) > 1:
+        found["average"] = run_dir.average_weights_path
+        checkpoints.average_checkpoints(to_average, found["average"])
+    best_epoch = bleu_validation.read_state(run_dir)["best_epoch"]
+    if (os.path.exists(run_dir.best_weights_path) and best_epoch is not None
+            and best_epoch != run_dir.checkpoint_interval(kept[-1])):
+        found["best"] = run_dir.best_weights_path
+    return found
+
+
+def choose_model(run_dir, model, translate, sentences, references, average_last=5):
+    """Scores the candidates of `run_dir` and records the choice.
+
+    model: the run's built model; its weights are set to each candidate in
+        turn and left at the chosen one.
+    translate: list of str -> list of str with `model`'s current weights.
+    Returns {"chosen": name, "path": weights path, "scores": {name: {"bleu",
+    "chrf", "exact_match"}}, "validation_sentences": int}; the run's model
+    choice record holds the same (`RunDir.write_choice`).
+    """
+    found = candidates(run_dir, average_last)
+    scores = {}
+    for name, path in found.items():
+        model.load_weights(path)
+        figures = evaluation.score(translate(sentences), references)
+        scores[name] = {k: figures[k] for k in ("bleu", "chrf", "exact_match")}
+    chosen = max(found, key=lambda name: (scores[name]["bleu"], scores[name]["chrf"], -CANDIDATES.index(name)))
+    model.load_weights(found[chosen])
+    record = {"chosen": chosen, "path": found[chosen], "validation_sentences": len(sentences), "scores": scores}
+    run_dir.write_choice(record)
+    return record

@@ -1,0 +1,30 @@
+"""A run's shared SentencePiece vocabulary: trained once, on a uniform sample
+of its training pairs, or copied from the run it fine-tunes."""
+
+import os
+
+from keras_transformer.data import sources
+from keras_transformer.data.tokenizer import Tokenizer, train_sentencepiece
+from keras_transformer.training import fine_tuning
+
+
+def load_tokenizer(data, run_dir, init_from=None, max_pairs=1_000_000):
+    """The run's `Tokenizer`. On first use its SentencePiece model is copied
+    from `init_from` (a trained run), or trained on a uniform sample of at
+    most `max_pairs` training pairs drawn from the whole training split
+    (never its first lines).
+
+    data: the run's `config.DataSettings`; run_dir: its `RunDir`.
+    """
+    path = run_dir.vocabulary_path
+    if not os.path.exists(path):
+        if init_from:
+            fine_tuning.copy_vocabulary(init_from, path)
+        else:
+            print(f"Sampling up to {max_pairs:,} training pairs of {data.dataset} for the vocabulary ...",
+                  flush=True)
+            pairs = sources.sample_training_pairs(data, max_pairs)
+            print(f"Training a {data.vocab_size}-piece SentencePiece model on {len(pairs):,} pairs ...",
+                  flush=True)
+            train_sentencepiece((text for pair in pairs for text in pair), data.vocab_size, path)
+    return Tokenizer(path)

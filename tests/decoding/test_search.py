@@ -1,0 +1,304 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import decoding
+from keras_transformer.decoding import search
+from keras_transformer.decoding import step as decoding_step
+from keras_transformer.modeling.special_ids import EOS_ID, PAD_ID
+from tests.conftest import random_ids, varied_tiny_model
+
+RNG = np.random.default_rng(3)
+SOURCE = random_ids(RNG, 4, 10, lengths=[10, 7, 3, 1])
+
+
+def lengths(ids):
+    """Output lengths up to and including EOS (or the full row)."""
+    ids = np.asarray(ids)
+    out = []
+    for row in ids:
+        eos = np.flatnonzero(row == EOS_ID)
+        out.append(int(eos[0]) + 1 if len(eos) else int((row != PAD_ID).sum()))
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return varied_tiny_model()
+
+
+def test_random_model_produces_varied_outputs(model):
+    ids = np.asarray(decoding.greedy_search(model, SOURCE))
+    assert len(np.unique(ids[ids > 3])) > 5  # the other tests are not comparing constant rows
+
+
+def test_cached_step_logits_equal_the_full_decoder_pass(model):
+    target = random_ids(RNG, 4, 8)
+    full = np.asarray(model((SOURCE, target), training=False))
+    tokens_to_logits, cache = decoding_step.model_tokens_to_logits(model, tf.constant(SOURCE), 8)
+    for step in range(8):
+        logits, cache = tokens_to_logits(tf.constant(target[:, step:step + 1]), cache, step)
+        np.testing.assert_allclose(logits, full[:, step], atol=1e-5)
+
+
+def test_greedy_cached_equals_uncached(model):
+    cached = decoding.greedy_search(model, SOURCE, use_cache=True)
+    uncached = decoding.greedy_search(model, SOURCE, use_cache=False)
+    np.testing.assert_array_equal(cached, uncached)
+
+
+def test_beam_cached_equals_uncached(model):
+    ids_a, scores_a = decoding.beam_search(model, SOURCE, use_cache=True)
+    ids_b, scores_b = decoding.beam_search(model, SOURCE, use_cache=False)
+    np.testing.assert_array_equal(ids_a, ids_b)
+    np.testing.assert_allclose(scores_a, scores_b, atol=1e-4)
+
+
+def test_beam_one_without_length_penalty_is_greedy(model):
+    ids, _ = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0)
+    np.testing.assert_array_equal(ids, decoding.greedy_search(model, SOURCE))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_scores_are_length_penalised_log_probabilities(model, alpha):
+    ids, scores = decoding.beam_search(model, SOURCE, beam_size=3, alpha=alpha)
+    ids = np.asarray(ids)
+    n = lengths(ids)
+    target_in = np.concatenate([np.full((4, 1), 2), ids[:, :-1]], axis=1).astype("int32")  # BOS + output
+    log_probs = tf.nn.log_softmax(model((SOURCE, target_in), training=False)).numpy()
+    for row in range(4):
+        total = sum(log_probs[row, t, ids[row, t]] for t in range(n[row]))
+        assert float(scores[row]) == pytest.approx(total / ((5 + n[row]) / 6) ** alpha, abs=1e-3)
+
+
+def test_beam_search_never_scores_below_greedy_under_its_own_objective(model):
+    greedy = np.asarray(decoding.greedy_search(model, SOURCE))
+    greedy_as_beam, greedy_scores = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.6)
+    _, beam_scores = decoding.beam_search(model, SOURCE, beam_size=4, alpha=0.6)
+    del greedy, greedy_as_beam
+    assert (np.asarray(beam_scores) >= np.asarray(greedy_scores) - 1e-4).all()
+
+
+def test_output_never_exceeds_source_length_plus_50(model):
+    source_lengths = (SOURCE != PAD_ID).sum(axis=1)
+    for ids in (decoding.greedy_search(model, SOURCE), decoding.beam_search(model, SOURCE)[0]):
+        assert (lengths(ids) <= source_lengths + 50).all()
+        assert np.asarray(ids).shape[1] == source_lengths.max() + 50
+    capped, _ = decoding.beam_search(model, SOURCE, max_length=5)
+    assert (lengths(capped) <= 5).all()
+
+
+def test_n_best_is_sorted_and_starts_with_the_one_best(model):
+    best, best_score = decoding.beam_search(model, SOURCE, beam_size=4)
+    ids, scores = decoding.beam_search(model, SOURCE, beam_size=4, n_best=3)
+    assert tuple(ids.shape[:2]) == (4, 3)
+    scores = np.asarray(scores)
+    assert (np.diff(scores, axis=1) <= 1e-6).all()
+    np.testing.assert_array_equal(np.asarray(ids)[:, 0], best)
+    np.testing.assert_allclose(scores[:, 0], best_score, atol=1e-5)
+
+
+def test_each_sentence_decodes_as_it_would_alone(model):
+    batch_ids, _ = decoding.beam_search(model, SOURCE)
+    for row in range(4):
+        alone = SOURCE[row:row + 1, : max(1, (SOURCE[row] != PAD_ID).sum())]
+        ids, _ = decoding.beam_search(model, alone)
+        n = lengths(ids)[0]
+        np.testing.assert_array_equal(np.asarray(ids)[0, :n], np.asarray(batch_ids)[row, :n])
+
+
+def test_bad_arguments_are_named():
+    model = varied_tiny_model()
+    with pytest.raises(ValueError, match="n_best must be in \\[1, beam_size=2\\]; got 3"):
+        decoding.beam_search(model, SOURCE, beam_size=2, n_best=3)
+    with pytest.raises(ValueError, match="beam_size must be at least 1; got 0"):
+        decoding.beam_search(model, SOURCE, beam_size=0)
+
+
+@pytest.mark.parametrize("search", ["greedy", "beam"])
+def test_searches_compile_with_xla_and_agree_with_the_graph(model, search):
+    def run(ids):
+        if search == "greedy":
+            return decoding.greedy_search_graph(model, ids, max_length=12)
+        return decoding.beam_search_graph(model, ids, beam_size=4, alpha=0.6, max_length=12)[0]
+
+    xla = tf.function(run, jit_compile=True)(tf.constant(SOURCE))
+    np.testing.assert_array_equal(xla, tf.function(run)(tf.constant(SOURCE)))
+
+
+# ------------------------------------------------------------------ sampling
+def fixed_distribution(logits):
+    """A tokens_to_logits that ignores its input and returns the same (V,) logits every step."""
+    logits = tf.constant(logits, tf.float32)
+
+    def tokens_to_logits(ids, cache, step):
+        return tf.tile(logits[None, :], [tf.shape(ids)[0], 1]), cache
+
+    return tokens_to_logits
+
+
+def first_tokens(logits, rows, seed=0, **settings):
+    """The first sampled token of `rows` rows from a fixed distribution, in one batch."""
+    limits = tf.fill([rows], 5)
+    ids, _ = search.sample_decode(fixed_distribution(logits), {}, rows, limits, tf.constant(5), seed, **settings)
+    return np.asarray(ids)[:, 0]
+
+
+LOGITS = np.log([0.0001, 0.0001, 0.0001, 0.0001, 0.4, 0.3, 0.15, 0.1, 0.04, 0.0096]).astype("float32")
+
+
+def test_samples_follow_the_softmax():
+    """20,000 draws (fixed seed): each token's frequency is within 4.5
+    standard errors of its softmax probability, and a chi-square statistic
+    stays below the 0.999 quantile for these degrees of freedom."""
+    draws = first_tokens(LOGITS, 20000, seed=11)
+    probs = np.exp(LOGITS) / np.exp(LOGITS).sum()
+    counts = np.bincount(draws, minlength=len(probs))
+    expected = probs * len(draws)
+    standard_error = np.sqrt(len(draws) * probs * (1 - probs))
+    assert np.all(np.abs(counts - expected) <= 4.5 * standard_error + 1), (counts, expected)
+    big = expected >= 5
+    chi_square = (((counts - expected) ** 2) / expected)[big].sum()
+    assert chi_square < 27.9  # chi-square 0.999 quantile, 9 degrees of freedom (at most 9 cells kept here)
+
+
+def test_top_k_never_leaves_the_top_k_and_top_p_keeps_the_nucleus():
+    draws = first_tokens(LOGITS, 5000, seed=3, top_k=2)
+    assert set(draws) == {4, 5}  # both top-2 tokens drawn, nothing else
+    counts = np.bincount(draws, minlength=6)
+    np.testing.assert_allclose(counts[4] / 5000, 0.4 / 0.7, atol=0.03)  # renormalised over the top 2
+    draws = first_tokens(LOGITS, 5000, seed=3, top_p=0.8)
+    assert set(draws) == {4, 5, 6}  # 0.4 + 0.3 < 0.8 <= 0.4 + 0.3 + 0.15
+    assert set(first_tokens(LOGITS, 500, seed=3, top_p=0.3)) == {4}  # the first always stays
+
+
+def test_low_temperature_sampling_is_greedy(model):
+    greedy = decoding.greedy_search(model, SOURCE)
+    ids, scores = decoding.sample_search(model, SOURCE, seed=5, temperature=1e-4)
+    np.testing.assert_array_equal(ids, greedy)
+    # Scores are the model's own log-probabilities of the chosen tokens: beam 1, alpha 0's.
+    _, beam_scores = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0)
+    np.testing.assert_allclose(scores, beam_scores, rtol=1e-5, atol=1e-5)
+
+
+def test_sampling_is_seeded_and_respects_the_length_limits(model):
+    a, _ = decoding.sample_search(model, SOURCE, seed=1)
+    b, _ = decoding.sample_search(model, SOURCE, seed=1)
+    c, _ = decoding.sample_search(model, SOURCE, seed=2)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    source_lengths = (SOURCE != 0).sum(axis=1)
+    assert np.all(lengths(a) <= source_lengths + 50)
+    capped, _ = decoding.sample_search(model, SOURCE, seed=1, extra_length=3)
+    assert np.all(lengths(capped) <= source_lengths + 3) and np.all(np.asarray(capped)[:, :1] > 0)
+
+
+def test_sampling_compiles_with_xla_repeatably_and_within_limits(model):
+    """XLA draws other random numbers than TensorFlow's kernels for the same
+    seed, so it is compared with itself: seeded, within the limits, and with
+    top-k 1 the greedy output."""
+    run = tf.function(lambda ids: decoding.sample_search_graph(model, ids, seed=4, top_k=5, top_p=0.9,  # noqa: E731
+                                                                max_length=20), jit_compile=True)
+    first, scores = run(tf.constant(SOURCE))
+    second, _ = run(tf.constant(SOURCE))
+    np.testing.assert_array_equal(first, second)
+    assert np.all(lengths(first) <= np.minimum((SOURCE != 0).sum(axis=1) + 50, 20)) and np.all(scores < 0)
+    top_1 = tf.function(lambda ids: decoding.sample_search_graph(model, ids, seed=4, top_k=1, max_length=20)[0],  # noqa: E731
+                        jit_compile=True)(tf.constant(SOURCE))
+    np.testing.assert_array_equal(top_1, decoding.greedy_search(model, SOURCE, max_length=20))
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"top_k": -1}, r"top-k must be a whole number >= 0 \(0: the full distribution\); got -1"),
+    ({"top_p": 0.0}, r"top-p must be in \(0, 1\]; got 0.0"),
+    ({"top_p": 1.5}, r"top-p must be in \(0, 1\]; got 1.5"),
+    ({"temperature": 0.0}, r"temperature must be > 0; got 0.0"),
+])
+def test_bad_sampling_settings_are_named(model, settings, message):
+    with pytest.raises(ValueError, match=message):
+        decoding.sample_search(model, SOURCE, **settings)
+
+
+# ------------------------------------------------------------------ ensembles
+def test_an_ensemble_of_one_is_the_model(model):
+    np.testing.assert_array_equal(decoding.greedy_search([model], SOURCE), decoding.greedy_search(model, SOURCE))
+    ids, scores = decoding.beam_search([model], SOURCE)
+    expected_ids, expected_scores = decoding.beam_search(model, SOURCE)
+    np.testing.assert_array_equal(ids, expected_ids)
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-6)
+
+
+def test_an_ensemble_of_two_copies_is_the_model(model):
+    """Two members with their own caches but equal weights: the mean of equal
+    probabilities is that probability, so every search and score is unchanged."""
+    copy = varied_tiny_model()  # same seed, so the same weights, but another object and cache
+    np.testing.assert_array_equal(decoding.greedy_search([model, copy], SOURCE), decoding.greedy_search(model, SOURCE))
+    ids, scores = decoding.beam_search([model, copy], SOURCE, n_best=2)
+    expected_ids, expected_scores = decoding.beam_search(model, SOURCE, n_best=2)
+    np.testing.assert_array_equal(ids, expected_ids)
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-5)
+    sampled, _ = decoding.sample_search([model, copy], SOURCE, seed=9)
+    np.testing.assert_array_equal(sampled, decoding.sample_search(model, SOURCE, seed=9)[0])
+
+
+def test_an_ensemble_averages_the_members_probabilities(model):
+    """One step of a two-model ensemble is log((p1 + p2) / 2), from the two members' own caches."""
+    other = varied_tiny_model(seed=1)
+    source = tf.constant(SOURCE)
+    step_ids = tf.fill([4, 1], 2)
+    combined, cache = decoding_step.ensemble_tokens_to_logits([model, other], source, 8)
+    got, cache = combined(step_ids, cache, 0)
+    probs = [tf.nn.softmax(decoding_step.model_tokens_to_logits(m, source, 8)[0](
+        step_ids, decoding_step.model_tokens_to_logits(m, source, 8)[1], 0)[0]) for m in (model, other)]
+    np.testing.assert_allclose(got, np.log((probs[0] + probs[1]) / 2), atol=1e-5)
+    assert isinstance(cache, tuple) and len(cache) == 2
+
+
+def test_ensemble_members_must_share_the_vocabulary(model):
+    import keras_transformer as kt
+
+    other = kt.Transformer.from_preset("tiny", vocab_size=70)
+    other.build()
+    with pytest.raises(ValueError, match=r"share their vocabularies; got .*\(61, 61\), \(70, 70\)"):
+        decoding.beam_search([model, other], SOURCE)
+    with pytest.raises(ValueError, match="at least one model"):
+        decoding.greedy_search([], SOURCE)
+
+
+def test_greedy_scores_are_the_beam_one_scores_without_length_penalty(model):
+    beam_ids, beam_scores = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0)
+    ids, scores = tf.function(lambda s: decoding.greedy_search_graph(model, s, with_scores=True))(tf.constant(SOURCE))
+    np.testing.assert_array_equal(ids, beam_ids)
+    np.testing.assert_allclose(scores, beam_scores, atol=1e-4)
+
+
+def test_the_compiled_search_cache_frees_a_model_nobody_else_holds():
+    import gc
+    import weakref
+
+    model = varied_tiny_model(seed=5)
+    decoding.greedy_search(model, SOURCE)
+    decoding.beam_search(model, SOURCE, beam_size=2)
+    assert model in search._compiled
+    freed = weakref.ref(model)
+    del model
+    gc.collect()
+    assert freed() is None
+
+
+def test_a_dead_ensemble_member_is_never_mistaken_for_a_new_model():
+    import gc
+    import weakref
+
+    first, second = varied_tiny_model(seed=6), varied_tiny_model(seed=7)
+    decoding.greedy_search([first, second], SOURCE)
+    freed = weakref.ref(second)
+    del second
+    gc.collect()
+    assert freed() is None  # the cache held no reference to it
+    third = varied_tiny_model(seed=8)
+    got = decoding.greedy_search([first, third], SOURCE)
+    expected = tf.function(lambda s: decoding.greedy_search_graph([first, third], s))(tf.constant(SOURCE))
+    np.testing.assert_array_equal(got, expected)
+    # The dead member's entry is gone; what is left names live models only.
+    assert all(ref() is not None for key in search._compiled[first] for ref in key[0])

@@ -1,0 +1,31 @@
+import numpy as np
+import pytest
+
+from keras_transformer.decoding import restore
+from keras_transformer.decoding.translator import Translator
+
+SENTENCES = ["It is half past seven.", "", "three hundred twenty-one", "  ", "on the third of May"]
+
+
+def test_greedy_translates_as_beam_one_without_length_penalty(tiny_run_dir):
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    beam = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, alpha=0.0)
+    greedy = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, greedy=True)
+    expected, expected_scores = beam.translate(SENTENCES, batch_size=2, progress=False)
+    got, scores = greedy.translate(SENTENCES, batch_size=2, progress=False)
+    assert got == expected and got[1] == got[3] == ""  # blank input, blank output, as everywhere
+    np.testing.assert_allclose(scores, expected_scores, atol=1e-4)
+
+
+def test_greedy_needs_beam_one_and_no_sampling(tiny_run_dir):
+    _, model, tokenizer = restore.restore(tiny_run_dir)
+    with pytest.raises(ValueError, match="greedy search keeps one hypothesis.*beam_size=4"):
+        Translator(model, tokenizer, beam_size=4, greedy=True)
+    with pytest.raises(ValueError, match="greedy search .*sampling"):
+        Translator(model, tokenizer, beam_size=1, greedy=True, sampling={"top_k": 5})
+
+
+def test_one_model_is_an_ensemble_of_one(tiny_run_dir):
+    _, model, tokenizer = restore.restore(tiny_run_dir)
+    assert Translator(model, tokenizer).models == Translator([model], tokenizer).models == [model]
+    assert not hasattr(Translator(model, tokenizer), "model")  # one attribute, whatever the count

@@ -1,0 +1,153 @@
+"""The CTranslate2 export: the same numbers and the same translations as our model.
+
+ctranslate2 is in the test extra, so these always run in CI.
+"""
+
+import itertools
+import json
+import os
+import sys
+
+import ctranslate2
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_transformer as kt
+from keras_transformer import decoding
+from keras_transformer.export import ctranslate2 as ctranslate2_export
+from keras_transformer.modeling.special_ids import EOS_ID
+from tests.helpers.reversal_task import SOURCE_VOCAB, padded, pairs, train_reversal_model, vocabulary
+
+# norm_first, tie_embeddings, separate target vocabulary size (None: shared)
+VARIANTS = list(itertools.product((False, True), (True, False), (None, 20)))
+
+
+def variant_id(variant):
+    norm_first, tie, target_vocab = variant
+    return "-".join(["pre_norm" if norm_first else "post_norm", "tied" if tie else "untied",
+                     "separate" if target_vocab else "shared"])
+
+
+def write(model, path, quantization="float32", target_vocab=None, max_positions=64):
+    source_tokens = vocabulary(SOURCE_VOCAB, "s")
+    target_tokens = vocabulary(target_vocab, "t") if target_vocab else None
+    spec = ctranslate2_export.transformer_spec(model, source_tokens, target_tokens, max_positions=max_positions)
+    ctranslate2_export.write_spec(spec, str(path), quantization)
+    return source_tokens, target_tokens or source_tokens
+
+
+def teacher_forced_log_probs(model, source_ids, target):
+    """log P of each target token and of the final EOS, by one full decoder pass."""
+    target_in = np.array([[2] + target], "int32")
+    logits = model((np.array([source_ids], "int32"), target_in), training=False)  # (1, T, V)
+    log_probs = tf.nn.log_softmax(logits)[0].numpy()  # (T, V)
+    return [log_probs[i, token] for i, token in enumerate(target + [EOS_ID])]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_same_log_probs_and_same_beam_translations_for_every_variant(variant, tmp_path):
+    """On a trained tiny model of each variant, CTranslate2 float32:
+    - scores given targets with our teacher-forced log-probabilities;
+    - with beam 4 and alpha 0, picks our beam search's translations, with its scores."""
+    norm_first, tie, target_vocab = variant
+    model = train_reversal_model(norm_first, tie, target_vocab)
+    source_tokens, target_tokens = write(model, tmp_path / "ct2", target_vocab=target_vocab)
+    translator = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32", intra_threads=1)
+
+    sources, _ = pairs(np.random.default_rng(7), 48, target_vocab or SOURCE_VOCAB)
+    ids, scores = decoding.beam_search(model, padded(sources, 9), beam_size=4, alpha=0.0)
+    ours = [list(row[: list(row).index(EOS_ID)]) for row in ids.numpy()]
+    assert all(len(row) < len(source) + 40 for row, source in zip(ours, sources))  # all ended on EOS
+
+    source_strings = [[source_tokens[i] for i in s[:-1]] for s in sources]  # CTranslate2 adds the EOS
+    results = translator.translate_batch(source_strings, beam_size=4, length_penalty=0.0, min_decoding_length=0,
+                                         max_decoding_length=60, return_scores=True)
+    theirs = [[target_tokens.index(t) for t in r.hypotheses[0]] for r in results]
+    assert theirs == ours
+    np.testing.assert_allclose([r.scores[0] for r in results], scores.numpy(), rtol=1e-4, atol=1e-4)
+
+    # Teacher forcing: their log-probability of each token of given targets is ours.
+    for source, target in list(zip(sources, ours))[:8]:
+        (scored,) = translator.score_batch([[source_tokens[i] for i in source[:-1]]],
+                                           [[target_tokens[i] for i in target]])
+        np.testing.assert_allclose(scored.log_probs, teacher_forced_log_probs(model, source, target),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def test_position_table_is_ours_not_ctranslate2s_builtin(tmp_path):
+    """The written encodings are our interleaved sin/cos from position 0."""
+    model = kt.Transformer.from_preset("tiny", vocab_size=SOURCE_VOCAB)
+    model.build()
+    spec = ctranslate2_export.transformer_spec(model, vocabulary(SOURCE_VOCAB, "s"), max_positions=10)
+    table = spec.encoder.position_encodings.encodings
+    assert table.shape == (10, 32)
+    np.testing.assert_allclose(table[0], [0.0, 1.0] * 16, atol=1e-7)  # sin 0, cos 0, interleaved
+    np.testing.assert_allclose(table[3, :2], [np.sin(3.0), np.cos(3.0)], atol=1e-6)
+    assert spec.decoder.position_encodings.encodings is table
+
+
+def test_config_adds_the_source_eos_and_starts_from_bos(tmp_path):
+    model = kt.Transformer.from_preset("tiny", vocab_size=SOURCE_VOCAB)
+    model.build()
+    write(model, tmp_path / "ct2")
+    config = json.load(open(tmp_path / "ct2" / "config.json"))
+    assert config["add_source_eos"] is True and config["add_source_bos"] is False
+    assert (config["bos_token"], config["eos_token"], config["unk_token"]) == ("<s>", "</s>", "<unk>")
+    assert config["decoder_start_token"] == "<s>"
+    assert config["layer_norm_epsilon"] == pytest.approx(1e-6)
+
+
+@pytest.mark.parametrize("quantization", ["int8", "float16"])
+def test_quantized_weights_are_smaller_and_still_close(quantization, tmp_path):
+    """int8 stores about a quarter of float32's bytes and float16 half; both
+    keep the teacher-forced log-probabilities near float32's."""
+    keras_seed_model = kt.Transformer.from_preset("tiny", vocab_size=200, tie_embeddings=False)
+    keras_seed_model.build()
+    tokens = vocabulary(200, "w")
+    for kind in ("float32", quantization):
+        spec = ctranslate2_export.transformer_spec(keras_seed_model, tokens, max_positions=16)
+        ctranslate2_export.write_spec(spec, str(tmp_path / kind), kind)
+    ratio = os.path.getsize(tmp_path / quantization / "model.bin") / os.path.getsize(tmp_path / "float32" / "model.bin")
+    assert ratio < {"int8": 0.4, "float16": 0.6}[quantization]
+    source, target = [["w5", "w9", "w17"]], [["w8", "w40"]]
+    exact = ctranslate2.Translator(str(tmp_path / "float32")).score_batch(source, target)[0].log_probs
+    approx = ctranslate2.Translator(str(tmp_path / quantization)).score_batch(source, target)[0].log_probs
+    np.testing.assert_allclose(approx, exact, atol=0.05)
+
+
+def test_unconvertible_models_and_vocabularies_are_named(tmp_path):
+    model = kt.Transformer.from_preset("tiny", vocab_size=SOURCE_VOCAB)
+    with pytest.raises(ValueError, match="not built"):
+        ctranslate2_export.transformer_spec(model, vocabulary(SOURCE_VOCAB, "s"))
+    model.build()
+    with pytest.raises(ValueError, match=r"source vocabulary has 30 tokens but the model's source embedding has 24"):
+        ctranslate2_export.transformer_spec(model, vocabulary(30, "s"))
+    with pytest.raises(ValueError, match="duplicate tokens"):
+        ctranslate2_export.transformer_spec(model, vocabulary(SOURCE_VOCAB - 1, "s") + ["s4"])
+    model.encoder.blocks[0].feed_forward.activation = tf.nn.gelu
+    with pytest.raises(ValueError, match="activation 'gelu' is not supported"):
+        ctranslate2_export.transformer_spec(model, vocabulary(SOURCE_VOCAB, "s"))
+
+
+def test_write_refuses_an_existing_directory_and_unknown_quantization(tmp_path):
+    model = kt.Transformer.from_preset("tiny", vocab_size=SOURCE_VOCAB)
+    model.build()
+    spec = ctranslate2_export.transformer_spec(model, vocabulary(SOURCE_VOCAB, "s"), max_positions=16)
+    with pytest.raises(ValueError, match=r"Unknown quantization 'int4'; expected one of \['int8'"):
+        ctranslate2_export.write_spec(spec, str(tmp_path / "a"), "int4")
+    (tmp_path / "b").mkdir()
+    with pytest.raises(ValueError, match="already exists"):
+        ctranslate2_export.write_spec(spec, str(tmp_path / "b"), "int8")
+    assert os.listdir(tmp_path / "b") == []
+
+
+def test_importing_the_package_does_not_import_ctranslate2():
+    import subprocess
+
+    code = "import sys, keras_transformer, keras_transformer.cli; print([m for m in sys.modules if 'ctranslate2' in m])"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"

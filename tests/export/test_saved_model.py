@@ -1,0 +1,133 @@
+"""The SavedModel, loaded the ways TF Serving and its clients load it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import decoding
+from keras_transformer.decoding import restore
+from keras_transformer.export import saved_model, settings
+from tests.helpers.serving_double import SessionModel
+
+SENTENCES = ["It is half past seven.", "My brother bought two apples yesterday.", "three hundred twenty-one"]
+
+
+@pytest.fixture(scope="module")
+def exported(tiny_run_dir, tmp_path_factory):
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    translator = restore.make_translator(config.decoding, model, tokenizer)
+    base = str(tmp_path_factory.mktemp("saved_models") / "tiny")
+    return saved_model.export_translator(translator, base)
+
+
+def in_process(translator, sentences):
+    translations, scores = translator.translate_strings(tf.constant(sentences, tf.string))
+    return [t.decode("utf-8") for t in translations.numpy()], scores.numpy()
+
+
+def test_layout_is_base_slash_version_with_the_vocabulary_asset(exported, translator):
+    base, version = os.path.split(exported)
+    assert version == "1"
+    assert os.path.exists(os.path.join(exported, "saved_model.pb"))
+    with open(os.path.join(exported, "assets", "sentencepiece.model"), "rb") as f:
+        assert f.read() == translator.tokenizer.model_proto
+    assert settings.next_version(base) == 2
+    # What was fixed at export, the precision the graph computes in among it.
+    recorded = settings.read_settings(os.path.join(exported, "assets"))
+    assert recorded == {"beam_size": 4, "alpha": 0.6, "n_best": 1, "max_input_length": 32, "extra_length": 50,
+                        "precision": translator.models[0].dtype_policy.name}
+
+
+def test_a_fresh_process_with_only_tensorflow_and_text_translates_the_same(exported, translator):
+    script = (
+        "import json, sys, tensorflow as tf, tensorflow_text\n"
+        "assert not [m for m in sys.modules if m.startswith('keras_transformer')]\n"
+        f"model = tf.saved_model.load({exported!r})\n"
+        f"out = model.signatures['serving_default'](sentences=tf.constant({SENTENCES!r}))\n"
+        "print(json.dumps({'t': [t.decode() for t in out['translations'].numpy()],"
+        " 's': out['scores'].numpy().tolist()}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+    expected, scores = in_process(translator, SENTENCES)
+    assert served["t"] == expected
+    np.testing.assert_allclose(served["s"], scores, atol=1e-4)
+
+
+def test_session_loader_answers_a_serialized_predict_request(exported, translator):
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "tiny"
+    request.model_spec.signature_name = "serving_default"
+    request.inputs["sentences"].CopyFrom(tf.make_tensor_proto(SENTENCES, dtype=tf.string))
+    request = predict_pb2.PredictRequest.FromString(request.SerializeToString())  # as it crosses the wire
+
+    model = SessionModel(os.path.dirname(exported))  # the newest version, as the model server picks it
+    inputs = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+    outputs = model.run(request.model_spec.signature_name, inputs)
+    model.close()
+    response = predict_pb2.PredictResponse()
+    for key, value in outputs.items():
+        response.outputs[key].CopyFrom(tf.make_tensor_proto(value))
+    response = predict_pb2.PredictResponse.FromString(response.SerializeToString())
+    translations = [t.decode("utf-8") for t in tf.make_ndarray(response.outputs["translations"])]
+    assert translations == in_process(translator, SENTENCES)[0]
+    assert set(model.signatures) >= {"serving_default", "translate_ids"}
+
+
+def test_saved_model_cli_lists_both_signatures(exported):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run([cli, "show", "--dir", exported, "--all"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "signature_def['serving_default']" in result.stdout
+    assert "signature_def['translate_ids']" in result.stdout
+    assert "inputs['sentences'] tensor_info:" in result.stdout
+    assert "outputs['translations'] tensor_info:" in result.stdout and "outputs['scores'] tensor_info:" in result.stdout
+
+
+def test_translate_ids_signature_equals_in_process_beam_search(exported, translator):
+    loaded = tf.saved_model.load(exported)
+    source_ids = translator.encode_sources(tf.constant(SENTENCES))
+    out = loaded.signatures["translate_ids"](source_ids=source_ids)
+    ids, scores = decoding.beam_search(translator.models[0], source_ids, beam_size=4, alpha=0.6)
+    np.testing.assert_array_equal(out["ids"], ids)
+    np.testing.assert_allclose(out["scores"], scores, atol=1e-4)
+
+
+def test_bad_input_has_defined_results_and_never_disturbs_its_neighbours(exported, translator):
+    serve = tf.saved_model.load(exported).signatures["serving_default"]
+    long_sentence = " ".join(["seven"] * 10000)
+    batch = [SENTENCES[0], "", "   \t ", long_sentence, b"caf\xc3 \xff\xfe broken", SENTENCES[1]]
+    out = serve(sentences=tf.constant(batch, tf.string))
+    translations = [t.decode("utf-8") for t in out["translations"].numpy()]
+    scores = out["scores"].numpy()
+    assert translations[1] == translations[2] == "" and scores[1] == scores[2] == 0.0
+    assert np.isfinite(scores).all()
+    # The long sentence is truncated to max_input_length pieces; output is bounded by that + 50.
+    long_ids = translator.encode_sources(tf.constant([long_sentence]))
+    assert long_ids.shape[1] == translator.max_input_length
+    # Invalid UTF-8 is replaced, not fatal, and equals translating the repaired text.
+    repaired = b"caf\xc3 \xff\xfe broken".decode("utf-8", "replace")
+    assert translations[4] == in_process(translator, [repaired])[0][0]
+    # The good sentences translate as they do alone.
+    assert [translations[0], translations[5]] == in_process(translator, [SENTENCES[0], SENTENCES[1]])[0]
+    empty = serve(sentences=tf.constant([], tf.string))
+    assert out["translations"].dtype == tf.string and tuple(empty["translations"].shape) == (0,)
+    assert tuple(empty["scores"].shape) == (0,)
+
+
+def test_each_export_gets_the_next_version(tiny_run_dir, tmp_path):
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    translator = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, alpha=0.0)
+    base = str(tmp_path / "m")
+    assert saved_model.export_translator(translator, base).endswith(os.path.join("m", "1"))
+    assert saved_model.export_translator(translator, base).endswith(os.path.join("m", "2"))
+    assert sorted(os.listdir(base)) == ["1", "2"]

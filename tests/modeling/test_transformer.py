@@ -1,0 +1,106 @@
+import keras
+import numpy as np
+import pytest
+
+import keras_transformer as kt
+from tests.conftest import TINY_VOCAB, assert_round_trips, random_ids
+
+RNG = np.random.default_rng(0)
+SOURCE = random_ids(RNG, 3, 9, lengths=[9, 6, 3])
+TARGET = random_ids(RNG, 3, 7, lengths=[7, 5, 2])
+
+
+def tiny(**overrides):
+    model = kt.Transformer.from_preset("tiny", vocab_size=TINY_VOCAB, **overrides)
+    model((SOURCE, TARGET))
+    return model
+
+
+def test_logits_are_float32_over_the_vocabulary():
+    logits = tiny()((SOURCE, TARGET), training=False)
+    assert tuple(logits.shape) == (3, 7, TINY_VOCAB)
+    assert logits.dtype == "float32"
+
+
+def test_changing_target_token_t_never_changes_earlier_logits():
+    model = tiny()
+    base = np.asarray(model((SOURCE, TARGET), training=False))
+    for t in range(TARGET.shape[1]):
+        changed = TARGET.copy()
+        changed[:, t] = (changed[:, t] + 7) % (TINY_VOCAB - 3) + 3
+        out = np.asarray(model((SOURCE, changed), training=False))
+        np.testing.assert_allclose(out[:, :t], base[:, :t], atol=1e-5)
+        assert np.abs(out[:, t:] - base[:, t:]).max() > 1e-4  # it does change the rest
+
+
+def test_appending_source_padding_does_not_change_logits():
+    model = tiny()
+    base = np.asarray(model((SOURCE, TARGET), training=False))
+    padded = np.pad(SOURCE, ((0, 0), (0, 11)))
+    np.testing.assert_allclose(model((padded, TARGET), training=False), base, atol=1e-5)
+
+
+def test_shared_vocabulary_ties_all_three_matrices():
+    model = tiny()
+    embeddings = [w for w in model.weights if "embeddings" in w.path]
+    assert len(embeddings) == 1
+    assert model.source_embedding is model.target_embedding and model.output_projection is None
+
+
+def test_untied_and_separate_vocabularies():
+    untied = tiny(tie_embeddings=False)
+    assert len([w for w in untied.weights if "embeddings" in w.path]) == 2
+    assert untied.output_projection is not None
+    separate = kt.Transformer.from_preset("tiny", vocab_size=TINY_VOCAB, target_vocab_size=40)
+    logits = separate((SOURCE, np.minimum(TARGET, 39)))
+    assert tuple(logits.shape) == (3, 7, 40)
+
+
+@pytest.mark.parametrize("preset,table3", [("base", 65e6), ("big", 213e6)])
+def test_parameter_counts_match_table_3(preset, table3):
+    model = kt.Transformer.from_preset(preset, vocab_size=37000)
+    model.build()
+    assert abs(model.count_params() - table3) / table3 < 0.05, model.count_params()
+
+
+def test_presets_carry_the_papers_numbers():
+    base, big = kt.presets.get_preset("base"), kt.presets.get_preset("big")
+    assert (base.num_layers, base.d_model, base.d_ff, base.num_heads, base.dropout) == (6, 512, 2048, 8, 0.1)
+    assert (big.num_layers, big.d_model, big.d_ff, big.num_heads, big.dropout) == (6, 1024, 4096, 16, 0.3)
+    assert not base.norm_first and base.tie_embeddings
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_forward_gives_finite_float32_logits(policy):
+    model = tiny(dtype=policy)
+    logits = model((SOURCE, TARGET), training=False)
+    assert logits.dtype == "float32"
+    assert np.isfinite(np.asarray(logits)).all()
+    assert model.encoder.compute_dtype == keras.DTypePolicy(policy).compute_dtype
+    assert all(w.dtype == "float32" for w in model.weights)
+
+
+def test_cached_decoding_matches_the_full_decoder_pass():
+    model = tiny()
+    full = np.asarray(model((SOURCE, TARGET), training=False))
+    encoded = model.encode(SOURCE)
+    cache = model.init_cache(encoded, max_length=TARGET.shape[1])
+    for t in range(TARGET.shape[1]):
+        logits, cache = model.decode_step(TARGET[:, t:t + 1], encoded, SOURCE, cache, t)
+        # Rows whose target is padding at t differ (the full pass masks padded keys); compare real ones.
+        real = TARGET[:, t] != 0
+        np.testing.assert_allclose(np.asarray(logits)[real, 0], full[real, t], atol=1e-5)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"tie_embeddings": False, "norm_first": True}])
+def test_round_trips(overrides, tmp_path):
+    assert_round_trips(lambda: tiny(**overrides), (SOURCE, TARGET), tmp_path, atol=1e-5)
+
+
+def test_bad_arguments_name_the_bad_value_and_the_valid_ones():
+    with pytest.raises(ValueError, match=r"Unknown preset 'huge'.*\['base', 'big', 'small', 'tiny'\]"):
+        kt.Transformer.from_preset("huge", vocab_size=100)
+    with pytest.raises(ValueError, match=r"d_model=100, num_heads=8.*Valid num_heads.*\[1, 2, 4, 5"):
+        kt.Transformer(vocab_size=100, d_model=100, num_heads=8)
+    with pytest.raises(ValueError, match="Unknown Transformer argument.*'heads'"):
+        kt.Transformer.from_preset("tiny", vocab_size=100, heads=3)

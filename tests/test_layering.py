@@ -1,0 +1,51 @@
+"""The folders are layers: each imports only the layers below it.
+
+Each subpackage is imported in a fresh interpreter, and the package modules
+that import pulled in are checked against the layering the README's Layout
+section describes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+# What each layer may load, besides the shared root modules (config, run_dir, files).
+ALLOWED = {
+    "keras_transformer.modeling": {"modeling"},
+    "keras_transformer.data": {"modeling", "data"},
+    "keras_transformer.decoding": {"modeling", "data", "decoding"},
+    "keras_transformer.export": {"modeling", "data", "decoding", "export"},
+    "keras_transformer.training": {"modeling", "data", "decoding", "export", "training"},
+    "keras_transformer.plots": {"modeling", "data", "decoding", "training", "plots"},
+    "keras_transformer.benchmarks": {"modeling", "data", "decoding", "export", "training", "benchmarks"},
+}
+SHARED = {"config", "run_dir", "files"}
+
+
+def loaded_layers(module):
+    """The package's top-level names (layers and shared modules) in sys.modules after importing `module`
+    and all its submodules in a fresh interpreter."""
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        f"package = importlib.import_module({module!r})\n"
+        "for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "names = {m.split('.')[1] for m in sys.modules if m.startswith('keras_transformer.')}\n"
+        "print(json.dumps(sorted(names)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("module", sorted(ALLOWED))
+def test_each_layer_imports_only_the_layers_below_it(module):
+    loaded = loaded_layers(module) - SHARED
+    assert loaded <= ALLOWED[module], f"{module} loads {sorted(loaded - ALLOWED[module])}"
+

@@ -1,0 +1,132 @@
+"""BleuValidation on a scripted run: a one-weight model whose weight records
+the interval, and a translate function whose quality follows a script, so
+that the best interval, the counter and the kept weights are known."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer.run_dir import RunDir
+from keras_transformer.training import bleu_validation, checkpoints
+
+REFERENCES = [f"Satz Nummer {i} ist hier ." for i in range(40)]
+SENTENCES = [f"sentence number {i} is here ." for i in range(40)]
+# Fraction of sentences translated right after each interval; best: interval 4.
+QUALITY = [0.2, 0.6, 0.4, 0.6, 0.8, 0.5, 0.5, 0.5, 0.9, 0.1]
+
+
+class MarkInterval(keras.callbacks.Callback):
+    """Sets the model's one weight to the interval's number + 1 as the interval ends."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.layers[-1].kernel.assign(np.full((1, 1), epoch + 1.0, np.float32))
+
+
+class Interrupt(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise KeyboardInterrupt("killed")
+
+
+def marked_model():
+    inputs = keras.Input((1,))
+    model = keras.Model(inputs, keras.layers.Dense(1, use_bias=False)(inputs))
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+    return model
+
+
+def scripted_translate(model, first_try=None):
+    """Quality follows QUALITY, except `first_try` {interval: quality} for this process."""
+    first_try = dict(first_try or {})
+
+    def translate(sentences):
+        interval = int(round(float(model.layers[-1].kernel.numpy()[0, 0]))) - 1
+        right = int(first_try.pop(interval, QUALITY[interval]) * len(sentences))
+        return REFERENCES[:right] + ["falsch"] * (len(sentences) - right)
+    return translate
+
+
+def run(directory, epochs=10, patience=0, interrupt=None, interrupt_before_backup=False, first_try=None):
+    """fit() for `epochs` one-step intervals with the callbacks in the trainer's order.
+    Returns the History, or None if interrupted."""
+    model, run_dir = marked_model(), RunDir(directory)
+    bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, scripted_translate(model, first_try),
+                                          patience=patience, updates_per_epoch=1)
+    stop = [Interrupt(interrupt)] if interrupt is not None else []
+    callbacks = [MarkInterval(), bleu] + (stop if interrupt_before_backup else []) + [
+        keras.callbacks.BackupAndRestore(run_dir.backup_dir, delete_checkpoint=False),
+        checkpoints.KeepLastCheckpoints(run_dir, keep=20),
+    ] + ([] if interrupt_before_backup else stop)
+    try:
+        return model.fit(np.ones((1, 1)), np.ones((1, 1)), epochs=epochs, callbacks=callbacks, verbose=0)
+    except KeyboardInterrupt:
+        return None
+
+
+def outcome(directory):
+    run_dir = RunDir(directory)
+    state = bleu_validation.read_state(run_dir)
+    best = marked_model()
+    best.load_weights(run_dir.best_weights_path)
+    scores = {e: round(s["val_bleu"], 6) for e, s in state["scores"].items()}
+    return scores, state["best_epoch"], bleu_validation.progress(state["scores"]), float(best.layers[-1].kernel[0, 0])
+
+
+def test_scores_are_logged_and_the_best_interval_is_kept(tmp_path):
+    history = run(str(tmp_path))
+    bleu = history.history["val_bleu"]
+    assert len(bleu) == 10 and np.argmax(bleu) == 8 and len(history.history["val_chrf"]) == 10
+    assert bleu[0] < bleu[2] < bleu[1] == bleu[3] < bleu[4]  # follows QUALITY
+    _, best_epoch, (best, waited), best_weight = outcome(str(tmp_path))
+    assert best_epoch == best == 8 and waited == 1
+    assert best_weight == 9.0  # the weights of interval 8, not the last (10)
+    state = bleu_validation.read_state(RunDir(tmp_path))
+    assert [state["scores"][e]["updates"] for e in range(10)] == list(range(1, 11))
+    seconds = [state["scores"][e]["seconds"] for e in range(10)]
+    assert seconds == sorted(seconds) and seconds[0] > 0
+
+
+def test_early_stopping_after_patience_intervals_without_a_better_score(tmp_path):
+    history = run(str(tmp_path), patience=3)
+    # Best after interval 4 (0.8); 5, 6 and 7 are worse: stop after 7.
+    assert len(history.history["val_bleu"]) == 8
+    assert bleu_validation.stopped_early(RunDir(tmp_path), 3)
+    assert not bleu_validation.stopped_early(RunDir(tmp_path), 4)
+    assert outcome(str(tmp_path))[3] == 5.0
+
+
+@pytest.mark.parametrize("interrupt,before_backup", [(2, False), (5, False), (4, True), (7, True)])
+def test_a_killed_and_resumed_run_ends_as_an_uninterrupted_one(tmp_path, interrupt, before_backup):
+    """Killed after an interval's backup, or between its scoring and its
+    backup (the interval then runs again); patience 3 stops both after interval 7."""
+    uninterrupted = tmp_path / "whole"
+    run(str(uninterrupted), patience=3)
+    killed = tmp_path / "killed"
+    assert run(str(killed), patience=3, interrupt=interrupt, interrupt_before_backup=before_backup) is None
+    state = bleu_validation.read_state(RunDir(killed))
+    assert max(state["scores"]) == interrupt  # the killed interval was scored
+    history = run(str(killed), patience=3)
+    if interrupt < 7:
+        assert history.history["val_bleu"]  # training continued after the resume
+    assert outcome(str(killed)) == outcome(str(uninterrupted))
+    with open(RunDir(killed).validation_state_path) as f:
+        assert sorted(map(int, json.load(f)["scores"])) == list(range(8))
+
+
+def test_an_interval_run_again_after_a_kill_does_not_leave_its_first_weights_as_best(tmp_path):
+    """Interval 2 first scores 0.95 (a new best, saved), the run is killed
+    before its backup, and the re-run scores 0.4: the best must be interval 1 again."""
+    uninterrupted = tmp_path / "whole"
+    run(str(uninterrupted), epochs=4)
+    killed = tmp_path / "killed"
+    run(str(killed), epochs=4, interrupt=2, interrupt_before_backup=True, first_try={2: 0.95})
+    assert outcome(str(killed))[3] == 3.0  # interval 2's weights were saved as best
+    run(str(killed), epochs=4)
+    assert outcome(str(killed)) == outcome(str(uninterrupted))
+    assert outcome(str(killed))[1:] == (1, (1, 2), 2.0)

@@ -1,0 +1,45 @@
+import h5py
+import numpy as np
+import pytest
+
+from keras_transformer.cli import train_main
+from keras_transformer.config import RunConfig
+from keras_transformer.run_dir import RunDir
+from keras_transformer.training import fine_tuning, trainer
+from tests.conftest import run_entry_point, weights_by_name, write_tsv
+
+
+def test_a_fine_tuning_run_starts_from_the_runs_weights_and_vocabulary_with_a_fresh_optimizer(
+        trained_tiny_run, small_corpus, tmp_path):
+    _, test = small_corpus
+    config = RunConfig(dataset=write_tsv(tmp_path / "domain.tsv", test[40:200]), init_from=trained_tiny_run,
+                       preset="tiny", vocab_size=500, max_length=32, steps=2, checkpoint_every=2,
+                       batch_tokens=1024, warmup_steps=4000, learning_rate_scale=1e-6, precision="float32",
+                       bleu_sentences=0, model_dir=str(tmp_path / "tuned"), export_dir="")
+    trainer.train(config, verbose=0)
+    source_run, tuned_run = RunDir(trained_tiny_run), RunDir(tmp_path / "tuned")
+    with open(source_run.vocabulary_path, "rb") as a, open(tuned_run.vocabulary_path, "rb") as b:
+        assert a.read() == b.read()
+    tuned_path = tuned_run.checkpoints()[-1]
+    with h5py.File(tuned_path, "r") as f:
+        assert int(f["optimizer/vars/0"][()]) == 2  # the optimizer counted only the new run's updates
+    source, tuned = weights_by_name(source_run.default_weights()), weights_by_name(tuned_path)
+    assert source.keys() == tuned.keys()
+    # Two updates at a learning rate of ~1e-11 move no weight measurably.
+    assert max(np.abs(source[k] - tuned[k]).max() for k in source) < 1e-6
+    assert max(np.abs(source[k]).max() for k in source) > 0.1  # and the weights are not trivially equal
+
+
+def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_named(trained_tiny_run, tmp_path,
+                                                                                   capsys):
+    values = fine_tuning.inherit({"preset": "small", "vocab_size": 1000, "steps": 5}, trained_tiny_run, given=set())
+    assert values == {"preset": "tiny", "vocab_size": 500, "steps": 5}
+    code, _, err = run_entry_point(train_main, ["--init-from", trained_tiny_run, "--preset", "base",
+                                                "--vocab-size", "500", "--model-dir", str(tmp_path / "x")], capsys)
+    assert code == 2
+    assert "--preset 'base' (the run has 'tiny')" in err and "--vocab-size" not in err.split("contradict it")[1]
+    code, _, err = run_entry_point(train_main, ["--init-from", str(tmp_path / "nowhere")], capsys)
+    assert code == 2 and "nowhere" in err and "not a directory" in err
+    with pytest.raises(ValueError, match="same folder"):
+        fine_tuning.check_compatible(RunConfig(init_from=trained_tiny_run, preset="tiny", vocab_size=500,
+                                               model_dir=trained_tiny_run))

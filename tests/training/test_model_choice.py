@@ -1,0 +1,76 @@
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer.run_dir import RunDir
+from keras_transformer.training import model_choice
+
+REFERENCES = [f"Satz {i} ." for i in range(20)]
+
+
+def marked_model(weight=0.0):
+    inputs = keras.Input((1,))
+    model = keras.Model(inputs, keras.layers.Dense(1, use_bias=False)(inputs))
+    model.layers[-1].kernel.assign(np.full((1, 1), weight, np.float32))
+    return model
+
+
+def make_run(tmp_path, weights, best_epoch):
+    """A run folder whose kept checkpoints hold one weight each (interval i -> weights[i])
+    and whose best interval is `best_epoch`."""
+    run_dir = RunDir(tmp_path)
+    os.makedirs(run_dir.checkpoint_dir)
+    for epoch, weight in enumerate(weights):
+        marked_model(weight).save_weights(run_dir.checkpoint_path(epoch))
+    marked_model(weights[best_epoch]).save_weights(run_dir.best_weights_path)
+    run_dir.write_validation_state({"scores": {str(e): {"val_bleu": 0.0} for e in range(len(weights))},
+                                    "best_epoch": best_epoch})
+    return run_dir
+
+
+def translate_by_weight(model, quality):
+    """Translations whose share of right sentences is quality(weight)."""
+    def translate(sentences):
+        right = int(quality(float(model.layers[-1].kernel.numpy()[0, 0])) * len(sentences))
+        return REFERENCES[:right] + ["falsch"] * (len(sentences) - right)
+    return translate
+
+
+@pytest.mark.parametrize("quality,chosen,weight", [
+    (lambda w: {1.0: 0.9}.get(w, 0.2), "best", 1.0),  # the best interval (weight 1) wins
+    (lambda w: 0.9 if w == 3.0 else 0.2, "average", 3.0),  # the mean of 2, 3, 4 is 3
+    (lambda w: 0.9 if w == 4.0 else 0.2, "last", 4.0),
+    (lambda w: 0.5, "last", 4.0),  # a tie goes to the last checkpoint
+])
+def test_the_choice_follows_validation_bleu(tmp_path, quality, chosen, weight):
+    run_dir = make_run(tmp_path, [0.0, 1.0, 2.0, 3.0, 4.0], best_epoch=1)
+    model = marked_model()
+    choice = model_choice.choose_model(run_dir, model, translate_by_weight(model, quality), REFERENCES,
+                                       REFERENCES, average_last=3)
+    assert choice["chosen"] == chosen
+    assert float(model.layers[-1].kernel[0, 0]) == weight  # the model is left at the chosen weights
+    assert set(choice["scores"]) == {"last", "average", "best"}
+    bleu = {name: s["bleu"] for name, s in choice["scores"].items()}
+    assert bleu[chosen] == max(bleu.values())
+    restored = marked_model()
+    restored.load_weights(RunDir(tmp_path).default_weights())  # what the scripts load afterwards
+    assert float(restored.layers[-1].kernel[0, 0]) == weight
+    with open(tmp_path / "model_choice.json") as f:  # the file name is part of the run folder's contract
+        record = json.load(f)
+    assert record["chosen"] == chosen and not os.path.isabs(record["path"])
+
+
+def test_best_is_left_out_when_it_is_the_last_interval_and_average_needs_two(tmp_path):
+    run_dir = make_run(tmp_path, [0.0, 1.0, 2.0], best_epoch=2)
+    assert set(model_choice.candidates(run_dir, average_last=2)) == {"last", "average"}
+    assert set(model_choice.candidates(run_dir, average_last=1)) == {"last"}
+
+
+def test_without_a_choice_the_scripts_use_the_newest_checkpoint(tmp_path):
+    run_dir = make_run(tmp_path, [0.0, 1.0], best_epoch=0)
+    assert run_dir.default_weights().endswith("ckpt-00002.weights.h5")
+    with pytest.raises(FileNotFoundError, match="No checkpoints"):
+        RunDir(tmp_path / "empty").default_weights()

@@ -1,0 +1,94 @@
+"""The main job, end to end: the README's `python scripts/train.py`, run word
+for word in a fresh checkout (CI has already run its `pip install -e .`)."""
+
+import json
+import os
+import re
+import time
+
+import pytest
+
+from tests.test_readme import README, bash, make_checkout, readme_block, readme_command, readme_table
+
+
+# Sentence-level exact match on the 1,000 test sentences that the default run must reach (issue 12).
+EXACT_MATCH_FLOOR = 98.0
+
+
+@pytest.mark.slow
+def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
+    """It reaches sacreBLEU >= 90 and exact match >= 98% on the built-in test split, shows its
+    progress and examples, its export in saved_models/ serves, the README's
+    attention command works on the model it leaves in runs/, and that model's
+    int8 CTranslate2 export scores within 1 BLEU of its float32 one."""
+    _, command = readme_command(r"^pip install -e \. && python scripts/train\.py$").split(" && ")
+    assert command == "python scripts/train.py"
+    checkout = make_checkout(tmp_path)
+    start = time.time()
+    result = bash(checkout, command, timeout=3600)
+    minutes = (time.time() - start) / 60
+    print(result.stdout[-2500:])
+    print(f"main job took {minutes:.1f} minutes")
+    bleu = float(re.search(r"^sacreBLEU (\d+\.\d+)  \(nrefs:1\|", result.stdout, re.M).group(1))
+    assert bleu >= 90.0
+    assert re.search(r"^chrF      \d+\.\d+", result.stdout, re.M)
+    exact = float(re.search(r"^exact match (\d+\.\d)% of sentences$", result.stdout, re.M).group(1))
+    assert exact >= EXACT_MATCH_FLOOR
+    # BLEU while training, the best and averaged checkpoints, and a choice that follows validation BLEU.
+    run = checkout / "runs" / "numerals_en_de-small"
+    scores = json.loads((run / "checkpoints" / "validation.json").read_text())["scores"]
+    assert sorted(map(int, scores)) == [0, 1, 2, 3] and all(s["val_bleu"] > 0 for s in scores.values())
+    assert "val_bleu" in result.stdout and "val_chrf" in result.stdout
+    assert (run / "checkpoints" / "best.weights.h5").exists() and (run / "checkpoints" / "average.weights.h5").exists()
+    choice = json.loads((run / "model_choice.json").read_text())
+    ranked = sorted(choice["scores"], key=lambda n: (choice["scores"][n]["bleu"], choice["scores"][n]["chrf"]))
+    assert choice["chosen"] == ranked[-1] and {"last", "average"} <= set(choice["scores"])
+    for name, figures in choice["scores"].items():
+        assert re.search(rf"^  {name}( \(chosen\))? +sacreBLEU +{figures['bleu']:.2f}  ", result.stdout, re.M)
+    assert "tokens_per_sec" in result.stdout and "sec_per_step" in result.stdout  # progress is visible
+    assert result.stdout.count("  reference: ") >= 3  # examples next to their references
+    assert os.path.exists(checkout / "runs" / "numerals_en_de-small" / "test.hypotheses.txt")
+    # Every translation the README shows is what this run prints, word for word:
+    # the first translate command, the export's Python block and the table.
+    readme = open(README, encoding="utf-8").read()
+    shown = re.search(r"the first command prints `(.+?)`", readme).group(1)
+    from_run = bash(checkout, readme_command(r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)"))
+    assert from_run.stdout == shown + "\n"
+    block = readme_block("tf.saved_model.load(")
+    (checkout / "load_export.py").write_text(block, encoding="utf-8")
+    printed = bash(checkout, "python load_export.py").stdout.strip().splitlines()[-1]
+    assert printed == re.search(r"  # (\[.*\])$", block, re.M).group(1) == str([shown])
+    table = readme_table("| sentences.txt | translations.txt |")
+    assert len(table) >= 8
+    (checkout / "sentences.txt").write_text("".join(source + "\n" for source, _ in table), encoding="utf-8")
+    bash(checkout, readme_command(r"^python scripts/translate\.py --model saved_models/"))
+    assert (checkout / "translations.txt").read_text(encoding="utf-8").splitlines() == [out for _, out in table]
+
+    # The README's attention command, on this model, writes the files it names.
+    printed = bash(checkout, readme_command(r"^python scripts/plot_attention\.py ")).stdout.split()
+    assert printed == [f"attention/layer_{i}.png" for i in range(3)]  # small preset: 3 decoder layers
+    assert (checkout / printed[-1]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Its CTranslate2 export: int8 weights translate the test split within 1 BLEU of float32.
+    from keras_transformer.data import sources
+    from keras_transformer.decoding import evaluation
+    from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
+    from keras_transformer.modeling.precision import resolve_precision
+    from keras_transformer.run_dir import RunDir
+
+    # The run records the precision it trained in, and its export says it computes in it.
+    config = RunDir(run).load_config()
+    assert config.precision == resolve_precision("auto")
+    exported = json.loads((checkout / "saved_models" / "numerals_en_de" / "1" / "assets" / "keras_transformer.json")
+                          .read_text())
+    assert exported["precision"] == config.precision and exported["beam_size"] == 4
+
+    sentences, references = sources.read_split(config.data, "test")
+    bleu = {}
+    for quantization in ("float32", "int8"):
+        output = checkout / "ct2" / quantization
+        bash(checkout, "python scripts/export.py --model-dir runs/numerals_en_de-small --format ctranslate2 "
+                       f"--output {output} --quantization {quantization}")
+        bleu[quantization] = evaluation.evaluate(CTranslate2Translator(str(output)), sentences, references)["bleu"]
+    print(f"CTranslate2 test BLEU: float32 {bleu['float32']:.2f}, int8 {bleu['int8']:.2f}")
+    assert bleu["float32"] >= 90.0 and abs(bleu["int8"] - bleu["float32"]) <= 1.0
