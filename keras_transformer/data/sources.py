@@ -10,6 +10,8 @@ A dataset spec (`--dataset`) is one of:
 - `SOURCE_PATH,TARGET_PATH`: two line-aligned files.
 """
 
+import random
+
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
@@ -67,7 +69,7 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, v
     for lang, flag in ((source_lang, "--source-lang"), (target_lang, "--target-lang")):
         if lang not in languages:
             raise ValueError(f"{flag} {lang!r} is not in {spec!r}; expected one of {sorted(languages)}.")
-    builder.download_and_prepare()
+    prepare(builder)
 
     def tfds_split(name):
         return builder.as_dataset(split=name, shuffle_files=False).map(
@@ -85,6 +87,19 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, v
         if held_out_pairs:
             dataset = without_pairs(dataset, held_out_pairs)
     return dataset, ReadStats()
+
+
+def prepare(builder):
+    """`builder.download_and_prepare()`, leaving Python's global random state as
+    it was. tfds draws from it while preparing, so without this a run that
+    prepares its dataset (the first on a machine) would initialise its weights
+    differently from every later run of the same command: Keras seeds
+    initializers from that state after `keras.utils.set_random_seed`."""
+    state = random.getstate()
+    try:
+        builder.download_and_prepare()
+    finally:
+        random.setstate(state)
 
 
 def load_split(data, split, dataset=None):

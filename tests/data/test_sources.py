@@ -63,3 +63,19 @@ def test_builtin_corpus_loads_through_tfds(tmp_path):
     test = tfds.load("numerals_en_de", split="test", data_dir=str(tmp_path))
     got = [(ex["en"].decode(), ex["de"].decode()) for ex in test.as_numpy_iterator()]
     assert sorted(got) == sorted(corpus.generate("test"))  # tfds orders examples by key hash
+
+
+def test_preparing_a_tfds_dataset_leaves_pythons_random_state_alone(tmp_path):
+    """tfds draws from Python's global random state while it prepares a
+    dataset; Keras seeds initializers from that state. A run that prepares its
+    dataset (the first on a machine) must start from the weights every later
+    run of the same command starts from."""
+    import random
+
+    from keras_transformer.data import sources
+
+    random.seed(7)
+    expected = random.getstate()
+    sources.load_pairs("numerals_en_de", "validation", data_dir=str(tmp_path))
+    assert random.getstate() == expected
+    assert (tmp_path / "numerals_en_de").is_dir()  # it did prepare here
