@@ -67,7 +67,8 @@ COMMANDS_RUN_BY = {
     r"^docker run ": "test_serving_commands",
     r"^curl ": "test_serving_commands",
     r"^python scripts/plot_attention\.py ": "test_plot_attention_command",
-    r"^python scripts/benchmark\.py ": "test_benchmark_command",
+    r"^python scripts/benchmark\.py --corpus ": "test_benchmark_command",
+    r"^python scripts/benchmark\.py --serving ": "test_serving_benchmark_command",
     r"^python scripts/train\.py --init-from ": "test_fine_tuning_command",
     r"^head -n -2000 ": "test_real_data_commands",
     r"^tail -n 2000 ": "test_real_data_commands",
@@ -404,7 +405,7 @@ def test_ctranslate2_commands(tmp_path, trained_tiny_run):
 @pytest.mark.slow
 def test_benchmark_command(tmp_path, small_corpus):
     checkout = make_checkout(tmp_path)
-    command = readme_command(r"^python scripts/benchmark\.py ")
+    command = readme_command(r"^python scripts/benchmark\.py --corpus ")
     corpus_path = re.search(r"--corpus (\S+)", command).group(1)
     train, _ = small_corpus
     os.makedirs(os.path.dirname(checkout / corpus_path))
@@ -650,3 +651,23 @@ def test_the_layout_section_names_every_module_and_folder():
                if os.path.isdir(os.path.join(os.path.dirname(keras_transformer.__file__), name))
                and name != "__pycache__"}
     assert folders <= named
+
+
+def test_serving_benchmark_command(trained_checkout):
+    """The serving comparison on the main job's run (here a tiny one): every
+    engine's two figures, and ratios that follow from them."""
+    command = readme_command(r"^python scripts/benchmark\.py --serving ")
+    scale = ["--serving-sentences", "4", "--serving-rounds", "1", "--engines-batch", "2"]
+    out = bash(trained_checkout, command, KT_TEST_SCALE=json.dumps({"benchmark.py": scale})).stdout
+    rows = re.findall(r"^  (SavedModel|Translator|CTranslate2 float32|CTranslate2 int8) +batch 1: +(\d+\.\d\d) "
+                      r"ms/sentence   batch 2: +(\d+\.\d\d) sentences/s$", out, re.M)
+    figures = {name: (float(single), float(batched)) for name, single, batched in rows}
+    assert list(figures) == ["SavedModel", "Translator", "CTranslate2 float32", "CTranslate2 int8"]
+    assert "4 sentences of its test split" in out
+    for name in ("SavedModel", "Translator"):
+        latency, throughput = map(float, re.search(
+            rf"^  {name} / CTranslate2 float32: (\d+\.\d\d)x at batch 1 \(speed\), (\d+\.\d\d)x at batch 2",
+            out, re.M).groups())
+        reference = figures["CTranslate2 float32"]
+        assert latency == pytest.approx(reference[0] / figures[name][0], rel=0.05, abs=0.01)
+        assert throughput == pytest.approx(figures[name][1] / reference[1], rel=0.05, abs=0.01)

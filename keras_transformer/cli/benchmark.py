@@ -19,7 +19,9 @@ def benchmark_main(argv=None):
     parser.add_argument("--train-steps", type=int, default=5, help="Timed training steps per model.")
     parser.add_argument("--decode-batch", type=int, default=8, help="Sentences per beam search batch.")
     parser.add_argument("--output-length", type=int, default=40, help="Output pieces per decoded sentence.")
-    parser.add_argument("--corpus", default=None, help="A TSV corpus for the padding-efficiency figure.")
+    parser.add_argument("--corpus", default=None,
+                        help="A TSV corpus for the padding-efficiency figure (with --serving: the sentences to "
+                        "translate, from its first column).")
     parser.add_argument("--skip-training", action="store_true", help="Leave out the training figures.")
     parser.add_argument("--engines-batch", type=int, default=32,
                         help="Sentences per batch when comparing our beam search with CTranslate2's.")
@@ -27,7 +29,28 @@ def benchmark_main(argv=None):
                         help="Also time training's start on generated TSV corpora of this many pairs and a "
                         "tenth of it: peak RSS and seconds to the first update, each in a fresh process "
                         "(the README uses 4500000, WMT14's size; 0: skip).")
+    group = parser.add_argument_group(
+        "serving", "With --serving, only this comparison runs: a trained run's SavedModel (through "
+        "serving_default, as TF Serving calls it) and in-process Translator against CTranslate2 float32 and "
+        "int8 on the same weights, batch-1 latency and batch-32 throughput on real sentences.")
+    group.add_argument("--serving", default=None, metavar="MODEL_DIR",
+                       help="The training model directory to serve, e.g. runs/numerals_en_de-small after the "
+                       "main job. Its sentences: --corpus's source side if given, else its own test split.")
+    group.add_argument("--serving-sentences", type=int, default=500, help="How many sentences to translate.")
+    group.add_argument("--serving-rounds", type=int, default=2, help="Passes per figure; the best counts.")
     args = parser.parse_args(argv)
+    if args.serving is not None:
+        for name in ("serving_sentences", "serving_rounds"):
+            if getattr(args, name) < 1:
+                parser.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}.")
+        from keras_transformer.benchmarks import serving  # noqa: PLC0415
+
+        try:
+            serving.serving_figures(args.serving, args.corpus, args.serving_sentences,
+                                    batch_size=args.engines_batch, rounds=args.serving_rounds)
+        except (FileNotFoundError, ValueError) as error:
+            parser.exit(1, f"benchmark.py: error: {error}\n")
+        return 0
     if args.streaming_pairs < 0:
         parser.error(f"--streaming-pairs must be at least 0; got {args.streaming_pairs}.")
     for name in ("vocab_size", "batch_tokens", "length", "train_steps", "decode_batch", "output_length",

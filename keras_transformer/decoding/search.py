@@ -8,8 +8,11 @@ The model-level functions at the end (`greedy_search`, `beam_search`,
 `sample_search`) run them as `tf.function`s compiled once per model and
 settings.
 
-All loop state has a fixed shape, so the searches run inside `tf.function`
-and `tf.while_loop`, can be exported in a SavedModel and XLA-compiled.
+The searches run inside `tf.function` and `tf.while_loop` and are exported
+in the SavedModel. By default the self-attention cache grows by one
+position per step, so a step costs what the output so far costs; given a
+fixed `max_length`, all loop state has a fixed shape instead, which XLA
+needs (`jit_compile=True`). Both give the same results within float rounding.
 
 Notation: B sentences, K beams, N n-best, L maximum output length,
 S source length, V vocabulary.
@@ -51,7 +54,19 @@ def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
 
 
 # ------------------------------------------------------------------ greedy
-def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose, with_scores=True):
+def _loop(cond, body, state, grows):
+    """`tf.while_loop` over `state`, whose last element is the cache; with
+    `grows` (a growing cache), the cache's tensors may change shape from one
+    step to the next."""
+    invariants = None
+    if grows:
+        cache = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), state[-1])
+        invariants = tuple(tf.TensorShape(x.shape) for x in state[:-1]) + (cache,)
+    return tf.while_loop(cond, body, state, shape_invariants=invariants)
+
+
+def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose, with_scores=True,
+                       grows=False):
     """One token per step, picked by `choose(logits (B, V), step) -> (B,) int32`.
 
     Returns ids (B, loop_length) int32 (the tokens, EOS included, then PAD)
@@ -81,17 +96,17 @@ def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length,
         ids = tf.where(at_next[None, :], next_ids[:, None], ids)
         return step + 1, ids, tf.logical_or(finished, tf.equal(next_ids, EOS_ID)), scores, cache
 
-    _, ids, _, scores, _ = tf.while_loop(cond, body, (tf.constant(0), ids, finished, scores, cache))
+    _, ids, _, scores, _ = _loop(cond, body, (tf.constant(0), ids, finished, scores, cache), grows)
     return ids[:, 1:], scores
 
 
-def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length):
+def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length, grows=False):
     """Arg-max decoding. limits: (B,) per-sentence maximum output length.
 
     Returns (B, loop_length) int32: the tokens, EOS included, then PAD.
     """
     ids, _ = _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, _arg_max,
-                                with_scores=False)
+                                with_scores=False, grows=grows)
     return ids
 
 
@@ -100,7 +115,7 @@ def _arg_max(logits, step):
 
 
 def sample_decode(tokens_to_logits, cache, batch_size, limits, loop_length, seed, top_k=0, top_p=1.0,
-                  temperature=1.0):
+                  temperature=1.0, grows=False):
     """Random sampling from the model's (filtered) next-token distribution.
 
     Stateless: step `t` draws with the seed (seed, t), so the same seed,
@@ -118,7 +133,7 @@ def sample_decode(tokens_to_logits, cache, batch_size, limits, loop_length, seed
         drawn = tf.random.stateless_categorical(filtered, 1, seed=tf.stack([seed, step]), dtype=tf.int32)
         return drawn[:, 0]  # (B,)
 
-    return _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose)
+    return _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose, grows=grows)
 
 
 # ------------------------------------------------------------------ beam search
@@ -132,7 +147,8 @@ def _gather_beams(tree, indices, batch_size, beam_size):
     return tf.nest.map_structure(lambda x: tf.gather(x, flat_indices), tree)
 
 
-def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, loop_length, n_best=1):
+def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, loop_length, n_best=1,
+                grows=False):
     """Beam search with the GNMT length penalty and early stopping.
 
     Finished hypotheses (ended by EOS) are kept apart from live ones; the
@@ -207,8 +223,8 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
                 finished_flags, cache)
 
     state = (tf.constant(0), alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, cache)
-    _, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, _ = tf.while_loop(
-        cond, body, state
+    _, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, _ = _loop(
+        cond, body, state, grows
     )
     # A sentence with no finished hypothesis (only possible if the loop ended
     # early on the global length) falls back to its live beams.
@@ -265,6 +281,12 @@ def check_beam_settings(beam_size, n_best, alpha):
         raise ValueError(f"alpha must be non-negative; got {alpha}.")
 
 
+def _grows(use_cache, max_length):
+    """Whether the searches keep a growing cache: with a cache, unless a fixed
+    `max_length` asks for static shapes (for XLA, which needs them)."""
+    return bool(use_cache) and max_length is None
+
+
 def greedy_search_graph(model, source_ids, max_length=None, use_cache=True,
                         extra_length=DEFAULT_EXTRA_LENGTH, with_scores=False):
     """`greedy_search` without its own tf.function, to call inside another one.
@@ -273,11 +295,13 @@ def greedy_search_graph(model, source_ids, max_length=None, use_cache=True,
     of the chosen tokens, EOS included (one log-softmax per step more).
     """
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
-    tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, 1, use_cache)
+    growing = _grows(use_cache, max_length)
+    tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, 1, use_cache,
+                                                        growing)
     batch = tf.shape(source_ids)[0]
     if with_scores:
-        return _sequential_decode(tokens_to_logits, cache, batch, limits, loop_length, _arg_max)
-    return greedy_decode(tokens_to_logits, cache, batch, limits, loop_length)
+        return _sequential_decode(tokens_to_logits, cache, batch, limits, loop_length, _arg_max, grows=growing)
+    return greedy_decode(tokens_to_logits, cache, batch, limits, loop_length, grows=growing)
 
 
 def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0, max_length=None,
@@ -285,9 +309,11 @@ def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperatu
     """`sample_search` without its own tf.function, to call inside another one."""
     check_sampling(top_k, top_p, temperature)
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
-    tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, 1, use_cache)
+    growing = _grows(use_cache, max_length)
+    tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, 1, use_cache,
+                                                        growing)
     return sample_decode(tokens_to_logits, cache, tf.shape(source_ids)[0], limits, loop_length, seed,
-                         int(top_k), float(top_p), float(temperature))
+                         int(top_k), float(top_p), float(temperature), grows=growing)
 
 
 def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None, use_cache=True, n_best=1,
@@ -296,10 +322,11 @@ def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None
     check_beam_settings(beam_size, n_best, alpha)
     batch = tf.shape(source_ids)[0]
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
+    growing = _grows(use_cache, max_length)
     tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, beam_size,
-                                                        use_cache)
+                                                        use_cache, growing)
     ids, scores = beam_decode(tokens_to_logits, cache, batch, beam_size, float(alpha), limits,
-                              loop_length, n_best)
+                              loop_length, n_best, grows=growing)
     if n_best == 1:
         return ids[:, 0], scores[:, 0]
     return ids, scores

@@ -21,26 +21,33 @@ def _tile_beams(x, beam_size):
     return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))  # (B*K, ...)
 
 
-def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache=True):
+def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache=True, growing=False):
     """(tokens_to_logits, initial_cache) for a `Transformer` on `source_ids`.
 
     The encoder runs once here. With `use_cache`, the loop state holds the
-    per-layer self-attention keys/values (written one step at a time); the
-    cross-attention keys/values are projected once and captured as constants,
-    so beam reordering never copies them. Each step decodes one token.
-    Without it, each step re-runs the decoder over the whole prefix, which the
-    step reads from `cache["prefix"]`.
+    per-layer self-attention keys/values; the cross-attention keys/values are
+    projected once and captured as constants, so beam reordering never copies
+    them. Each step decodes one token. The self-attention cache either has
+    `max_length` positions from the start, written one step at a time (fixed
+    shapes, which XLA needs), or, with `growing`, holds exactly the positions
+    decoded so far, so that a step's attention, cache write and beam reordering
+    cost what the output so far costs (the loops must then let its shape
+    change: `grows=True`). Without `use_cache`, each step re-runs the decoder
+    over the whole prefix, which the step reads from `cache["prefix"]`.
     """
     source_ids = _tile_beams(source_ids, beam_size)  # (B*K, S)
     encoder_output = model.encode(source_ids, training=False)  # (B*K, S, D)
     if use_cache:
-        layers = model.init_cache(encoder_output, max_length)
+        layers = model.init_cache(encoder_output, 0 if growing else max_length)
         cross = [layer["cross"] for layer in layers]  # constant: 2 x (B*K, H, S, K) per layer
-        cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L, K) per layer
+        cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L or 0, K) per layer
 
         def tokens_to_logits(ids, cache, step):
             full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cross)]
-            logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
+            if growing:
+                logits, full = model.decode_next(ids, source_ids, full, training=False)
+            else:
+                logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
             return logits[:, -1, :], {"self": [layer["self"] for layer in full]}  # (B*K, V)
     else:
         batch = tf.shape(source_ids)[0]
@@ -76,7 +83,7 @@ def combine_log_probs(log_probs):
     return tf.reduce_logsumexp(log_probs, axis=0) - tf.math.log(members)
 
 
-def ensemble_tokens_to_logits(models, source_ids, max_length, beam_size=1, use_cache=True):
+def ensemble_tokens_to_logits(models, source_ids, max_length, beam_size=1, use_cache=True, growing=False):
     """`model_tokens_to_logits` for a list of models decoding together.
 
     Each member encodes the source and keeps its own cache (the cache is the
@@ -86,8 +93,8 @@ def ensemble_tokens_to_logits(models, source_ids, max_length, beam_size=1, use_c
     """
     models = check_ensemble(models)
     if len(models) == 1:
-        return model_tokens_to_logits(models[0], source_ids, max_length, beam_size, use_cache)
-    members = [model_tokens_to_logits(m, source_ids, max_length, beam_size, use_cache) for m in models]
+        return model_tokens_to_logits(models[0], source_ids, max_length, beam_size, use_cache, growing)
+    members = [model_tokens_to_logits(m, source_ids, max_length, beam_size, use_cache, growing) for m in models]
 
     def tokens_to_logits(ids, cache, step):
         outputs = [fn(ids, own, step) for (fn, _), own in zip(members, cache)]

@@ -170,6 +170,23 @@ class Transformer(keras.Model):
                                                  training=training)  # (B, T, D)
         return self._logits(hidden), cache
 
+    def decode_next(self, target_ids, source_ids, cache, training=None):
+        """(logits (B, T, V) float32, cache grown by T) for the tokens `target_ids`
+        (B, T) that follow those in a growing cache (`init_cache(encoder_output,
+        0)`): its self-attention entries hold exactly the positions decoded so
+        far, so each step attends over the output so far, not over the longest
+        possible output. Same results as `decode_step` within float rounding."""
+        self.build()
+        start = ops.shape(cache[0]["self"][0])[2]  # positions decoded so far
+        x = self.target_embedding(target_ids, start_index=start)  # (B, T, D)
+        length = target_ids.shape[1]
+        # One new token may see every cached one; several see each other causally.
+        self_mask = None if length == 1 else masks.causal_mask(length, start + length, offset=start)
+        hidden, cache = self.decoder.decode_next(x, cache, self_attention_mask=self_mask,
+                                                 cross_attention_mask=masks.key_padding_mask(source_ids),
+                                                 training=training)  # (B, T, D)
+        return self._logits(hidden), cache
+
     def cross_attention(self, target_ids, encoder_output, source_ids):
         """(logits (B, T, V), [per-layer (B, H, T, S) encoder-decoder attention
         probabilities]) of one teacher-forced pass over the prefix `target_ids`."""

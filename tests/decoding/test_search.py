@@ -302,3 +302,37 @@ def test_a_dead_ensemble_member_is_never_mistaken_for_a_new_model():
     np.testing.assert_array_equal(got, expected)
     # The dead member's entry is gone; what is left names live models only.
     assert all(ref() is not None for key in search._compiled[first] for ref in key[0])
+
+
+@pytest.mark.parametrize("search_name", ["greedy", "beam", "beam_n_best", "sample"])
+def test_the_growing_cache_decodes_as_the_fixed_one(model, search_name):
+    """Served searches keep a cache that grows by one position per step; a fixed
+    `max_length` (the XLA path) keeps one of fixed shape. 60 = the longest source
+    (10) + 50, so the fixed length binds no sentence."""
+    def run(**kwargs):
+        if search_name == "greedy":
+            return decoding.greedy_search(model, SOURCE, **kwargs), None
+        if search_name == "sample":
+            return decoding.sample_search(model, SOURCE, seed=3, top_k=20, **kwargs)
+        n_best = 3 if search_name == "beam_n_best" else 1
+        return decoding.beam_search(model, SOURCE, beam_size=4, alpha=0.6, n_best=n_best, **kwargs)
+
+    (grown_ids, grown_scores), (fixed_ids, fixed_scores) = run(), run(max_length=60)
+    np.testing.assert_array_equal(np.asarray(grown_ids)[..., :60], fixed_ids)
+    if grown_scores is not None:
+        np.testing.assert_allclose(grown_scores, fixed_scores, atol=1e-4)
+
+
+def test_decode_next_grows_the_cache_by_the_tokens_it_is_given(model):
+    target = random_ids(RNG, 4, 6)
+    full = np.asarray(model((SOURCE, target), training=False))
+    cache = model.init_cache(model.encode(SOURCE), 0)
+    logits, cache = model.decode_next(target[:, :2], SOURCE, cache)  # two at once: causal among themselves
+    assert cache[0]["self"][0].shape[2] == 2
+    real = target[:, :2] != 0
+    np.testing.assert_allclose(np.asarray(logits)[real], full[:, :2][real], atol=1e-5)
+    for t in range(2, 6):
+        logits, cache = model.decode_next(target[:, t:t + 1], SOURCE, cache)
+        real = target[:, t] != 0
+        np.testing.assert_allclose(np.asarray(logits)[real, 0], full[real, t], atol=1e-5)
+    assert cache[0]["self"][0].shape[2] == 6

@@ -38,6 +38,14 @@ class _DecoderCalls:
                                 training)
         return x, cache
 
+    def decode_next(self, x, cache, self_attention_mask=None, cross_attention_mask=None, training=None):
+        """(x (B, T, D), cache grown by T positions) for the tokens that follow the
+        cache's: a growing cache (`init_cache` with max_length 0), whose self-attention
+        entries hold exactly the positions decoded so far. Attention then costs what
+        the output so far costs, not the longest possible output."""
+        x, _, cache = self._run(x, None, self_attention_mask, cross_attention_mask, cache, None, training)
+        return x, cache
+
     def call_with_attention(self, x, encoder_output, self_attention_mask=None, cross_attention_mask=None,
                             training=None):
         """(x (B, T, D), the encoder-decoder attention probabilities: (B, H, T, S) for a
@@ -110,6 +118,12 @@ class DecoderLayer(_DecoderCalls, _TransformerLayerBase):
         def self_attention(y):
             if cache is None:
                 return self.self_attention(y, y, attention_mask=self_attention_mask, training=training), ()
+            if cache_update_index is None:  # a growing cache: append this step's keys and values
+                keys, values = self.self_attention.compute_key_value(y)  # (B, H, T, K)
+                grown = (ops.concatenate([self_cache[0], keys], axis=2),  # (B, H, L + T, K)
+                         ops.concatenate([self_cache[1], values], axis=2))
+                out, grown = self.self_attention(y, attention_mask=self_attention_mask, cache=grown, training=training)
+                return out, (grown,)
             out, new_cache = self.self_attention(y, y, attention_mask=self_attention_mask, cache=self_cache,
                                                  cache_update_index=cache_update_index, training=training)
             return out, (new_cache,)
@@ -166,8 +180,9 @@ class Decoder(_DecoderCalls, _StackBase):
         self._build_stack(x_shape, encoder_output_shape)
 
     def init_cache(self, encoder_output, max_length):
-        """An empty self-attention cache of length `max_length` per layer, and
-        the cross-attention keys/values projected from `encoder_output` once."""
+        """An empty self-attention cache of length `max_length` per layer (0: a
+        growing cache, for `decode_next`), and the cross-attention keys/values
+        projected from `encoder_output` once."""
         batch = ops.shape(encoder_output)[0]
         head_dim = self.d_model // self.num_heads
         cache = []

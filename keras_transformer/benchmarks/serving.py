@@ -1,0 +1,123 @@
+"""Serving speed of the TensorFlow paths against CTranslate2, on a trained run's real sentences.
+
+The comparison a user deploying a run makes, in one process, back to back:
+
+- the exported SavedModel, called through `serving_default` as TF Serving
+  calls it;
+- in-process translation (`decoding.Translator`, what evaluation,
+  validation and `translate.py` run);
+- CTranslate2 (the optional extra) on the same weights, float32 and int8.
+
+All translate the same sentences with the run's beam search (beam 4,
+alpha 0.6 by default), TensorFlow on its default threads (every core; 2 on
+the machines this was written on) and CTranslate2 on `threads`: one sentence at a time (batch-1
+latency, ms per sentence) and in length-sorted batches of 32 (throughput,
+sentences per second). Each figure is the best of `rounds` passes. Ratios
+to CTranslate2 float32 carry the claim; the machines are shared and noisy.
+"""
+
+import os
+import tempfile
+import time
+
+import tensorflow as tf
+
+from keras_transformer.data import sources
+from keras_transformer.decoding import restore
+from keras_transformer.decoding.batching import in_length_order
+from keras_transformer.export import saved_model
+
+ENGINES = ("SavedModel", "Translator", "CTranslate2 float32", "CTranslate2 int8")
+
+
+def read_sentences(path, limit):
+    """The first `limit` source sentences (first column) of a TSV file."""
+    sentences = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            source = line.rstrip("\n").split("\t")[0]
+            if source.strip():
+                sentences.append(source)
+            if len(sentences) == limit:
+                break
+    if not sentences:
+        raise ValueError(f"{path!r} has no sentences to translate.")
+    return sentences
+
+
+def _best_seconds(run, rounds):
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def time_engine(translate, sentences, batch_size=32, rounds=2):
+    """(batch-1 ms per sentence, batch-`batch_size` sentences per second) of
+    `translate(list of str)`, after one warm-up call of each shape class."""
+    translate(sentences[:1])
+    translate(sentences[:batch_size])
+    single = _best_seconds(lambda: [translate([s]) for s in sentences], rounds)
+    batched = _best_seconds(
+        lambda: in_length_order(translate, sentences, [len(s) for s in sentences], batch_size), rounds)
+    return 1000.0 * single / len(sentences), len(sentences) / batched
+
+
+def engines(model_dir, directory, threads=2):
+    """{name: translate(list of str) -> list} for the run in `model_dir`,
+    exported into `directory`. CTranslate2 engines are absent without the extra."""
+    config, model, tokenizer = restore.restore(model_dir)
+    translator = restore.make_translator(config.decoding, model, tokenizer)
+    served = tf.saved_model.load(saved_model.export_translator(translator, os.path.join(directory, "saved_model")))
+    signature = served.signatures["serving_default"]
+    in_process = translator.compiled()
+    found = {
+        "SavedModel": lambda batch: list(signature(sentences=tf.constant(batch))["translations"].numpy()),
+        "Translator": lambda batch: list(in_process(tf.constant(batch))[0].numpy()),
+    }
+    try:
+        import ctranslate2  # noqa: PLC0415, F401  (optional extra)
+    except ImportError:
+        return found, config
+    from keras_transformer.export.ctranslate2 import export_translator_ctranslate2  # noqa: PLC0415
+    from keras_transformer.export.ctranslate2_translator import CTranslate2Translator  # noqa: PLC0415
+
+    for quantization in ("float32", "int8"):
+        path = export_translator_ctranslate2(translator, os.path.join(directory, quantization), quantization)
+        engine = CTranslate2Translator(path, threads=threads)
+        found[f"CTranslate2 {quantization}"] = lambda batch, engine=engine: engine.translate_batch(batch)[0]
+    return found, config
+
+
+def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, threads=2, report=print):
+    """Times every engine on `limit` sentences: the source side of `corpus`
+    (a TSV file), or the run's own test split. Reports a table and ratios;
+    returns {engine: {"batch1_ms", "batched_per_s"}} plus the ratios."""
+    with tempfile.TemporaryDirectory() as directory:
+        found, config = engines(model_dir, directory, threads)
+        if corpus:
+            sentences = read_sentences(corpus, limit)
+        else:
+            sentences = sources.read_split(config.data, "test", limit=limit)[0]
+        report(f"serving: {model_dir} ({config.preset}, {config.precision}), {len(sentences)} sentences"
+               f"{' of ' + corpus if corpus else ' of its test split'}, beam {config.beam_size}, "
+               f"alpha {config.alpha}, {threads} threads, best of {rounds}")
+        figures = {}
+        for name, translate in found.items():
+            single, batched = time_engine(translate, sentences, batch_size, rounds)
+            figures[name] = {"batch1_ms": single, "batched_per_s": batched}
+            report(f"  {name:20s} batch 1: {single:8.2f} ms/sentence   batch {batch_size}: "
+                   f"{batched:7.2f} sentences/s")
+    reference = figures.get("CTranslate2 float32")
+    if reference:
+        for name in ("SavedModel", "Translator"):
+            latency = reference["batch1_ms"] / figures[name]["batch1_ms"]
+            throughput = figures[name]["batched_per_s"] / reference["batched_per_s"]
+            figures[f"{name} / CTranslate2 float32"] = {"batch1": latency, "batched": throughput}
+            report(f"  {name} / CTranslate2 float32: {latency:.2f}x at batch 1 (speed), "
+                   f"{throughput:.2f}x at batch {batch_size} (goal >= 1.0 for both)")
+    else:
+        report('  CTranslate2 figures skipped: pip install -e ".[ctranslate2]"')
+    return figures

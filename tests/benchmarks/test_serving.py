@@ -1,0 +1,40 @@
+import pytest
+
+from keras_transformer.benchmarks import serving
+from tests.conftest import run_entry_point, write_tsv
+
+
+def test_every_engine_is_timed_on_the_same_sentences_and_the_ratios_follow(trained_tiny_run, small_corpus, tmp_path):
+    _, test = small_corpus
+    corpus = write_tsv(tmp_path / "test.tsv", test[:6])
+    lines = []
+    figures = serving.serving_figures(trained_tiny_run, corpus, limit=5, batch_size=2, rounds=1, report=lines.append)
+    engines = ("SavedModel", "Translator", "CTranslate2 float32", "CTranslate2 int8")
+    assert all(figures[name]["batch1_ms"] > 0 and figures[name]["batched_per_s"] > 0 for name in engines)
+    reference = figures["CTranslate2 float32"]
+    for name in ("SavedModel", "Translator"):
+        ratios = figures[f"{name} / CTranslate2 float32"]
+        assert ratios["batch1"] == pytest.approx(reference["batch1_ms"] / figures[name]["batch1_ms"])
+        assert ratios["batched"] == pytest.approx(figures[name]["batched_per_s"] / reference["batched_per_s"])
+    assert "5 sentences of " + corpus in lines[0] and "beam 4" in lines[0]
+    assert len(lines) == 1 + len(engines) + 2
+
+
+def test_the_sentences_are_the_first_column_of_the_corpus(tmp_path):
+    path = tmp_path / "c.tsv"
+    path.write_text("a b\tx\n\ty\nc d\tz\ne\tw\n", encoding="utf-8")
+    assert serving.read_sentences(str(path), 2) == ["a b", "c d"]
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("\tx\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no sentences to translate"):
+        serving.read_sentences(str(empty), 5)
+
+
+def test_the_serving_flags_are_checked(capsys, tmp_path):
+    from keras_transformer import cli
+
+    code, _, err = run_entry_point(cli.benchmark_main, ["--serving", str(tmp_path), "--serving-sentences", "0"],
+                                   capsys)
+    assert code == 2 and "--serving-sentences must be at least 1; got 0" in err
+    code, _, err = run_entry_point(cli.benchmark_main, ["--serving", str(tmp_path / "nowhere")], capsys)
+    assert code == 1 and "run_config.json" in err
