@@ -27,8 +27,6 @@ from keras_transformer.decoding import restore
 from keras_transformer.decoding.batching import in_length_order
 from keras_transformer.export import saved_model
 
-ENGINES = ("SavedModel", "Translator", "CTranslate2 float32", "CTranslate2 int8")
-
 
 def read_sentences(path, limit):
     """The first `limit` source sentences (first column) of a TSV file."""
