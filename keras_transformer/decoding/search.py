@@ -10,9 +10,12 @@ settings.
 
 The searches run inside `tf.function` and `tf.while_loop` and are exported
 in the SavedModel. By default the self-attention cache grows by one
-position per step, so a step costs what the output so far costs; given a
-fixed `max_length`, all loop state has a fixed shape instead, which XLA
-needs (`jit_compile=True`). Both give the same results within float rounding.
+position per step, so a step costs what the output so far costs, and a
+sentence leaves the batch as soon as its output can no longer change
+(greedy and beam search), so a batch costs what its sentences need, not
+its longest one times its size. Given a fixed `max_length`, all loop state
+has a fixed shape instead, which XLA needs (`jit_compile=True`). Both give
+the same results within float rounding.
 
 Notation: B sentences, K beams, N n-best, L maximum output length,
 S source length, V vocabulary.
@@ -23,7 +26,7 @@ import weakref
 import tensorflow as tf
 
 from keras_transformer.decoding.sampling import NEG_INF, check_sampling, filter_logits
-from keras_transformer.decoding.step import check_ensemble, ensemble_tokens_to_logits
+from keras_transformer.decoding.step import check_ensemble, ensemble_tokens_to_logits, keep_rows, reorder_beams
 from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID
 # The paper: output length up to input length + 50.
 DEFAULT_EXTRA_LENGTH = 50
@@ -55,35 +58,68 @@ def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
 
 # ------------------------------------------------------------------ greedy
 def _loop(cond, body, state, grows):
-    """`tf.while_loop` over `state`, whose last element is the cache; with
-    `grows` (a growing cache), the cache's tensors may change shape from one
-    step to the next."""
+    """`tf.while_loop` over `state`; with `grows` (a growing cache, and
+    finished sentences leaving the batch), every tensor of the state may
+    change shape from one step to the next."""
     invariants = None
     if grows:
-        cache = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), state[-1])
-        invariants = tuple(tf.TensorShape(x.shape) for x in state[:-1]) + (cache,)
+        invariants = tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), state)
     return tf.while_loop(cond, body, state, shape_invariants=invariants)
 
 
+def _drop_finished(done, order, outputs, results, sentences, cache, rows_per_sentence):
+    """Moves the sentences that are `done` out of the batch.
+
+    done: (B,) bool; order: (B,) int32, each sentence's index in the caller's
+    batch; `results`: (B, ...) tensors whose rows of the done sentences go
+    to those indices of the `outputs` buffers (B0, ...); `sentences`: (B, ...)
+    per-sentence state; `cache`: rows_per_sentence rows per sentence.
+    Returns (order, outputs, sentences, cache) for the sentences left. A
+    finished sentence then costs nothing more, as in CTranslate2; a batch
+    runs until its last sentence ends either way.
+    """
+    def drop():
+        leaving = tf.cast(tf.where(done)[:, 0], tf.int32)
+        staying = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
+        at = tf.gather(order, leaving)[:, None]
+        stored = tuple(tf.tensor_scatter_nd_update(out, at, tf.gather(result, leaving))
+                       for out, result in zip(outputs, results))
+        rows = tf.reshape(staying[:, None] * rows_per_sentence + tf.range(rows_per_sentence)[None, :], [-1])
+        return (tf.gather(order, staying), stored, tuple(tf.gather(x, staying) for x in sentences),
+                keep_rows(cache, rows))
+
+    return tf.cond(tf.reduce_any(done), drop, lambda: (order, tuple(outputs), tuple(sentences), cache))
+
+
+def _store(order, outputs, results):
+    """Writes the (B, ...) `results` of the sentences still in the batch into the `outputs` buffers."""
+    return tuple(tf.tensor_scatter_nd_update(out, order[:, None], result) for out, result in zip(outputs, results))
+
+
 def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, choose, with_scores=True,
-                       grows=False):
+                       grows=False, drop_finished=False):
     """One token per step, picked by `choose(logits (B, V), step) -> (B,) int32`.
 
     Returns ids (B, loop_length) int32 (the tokens, EOS included, then PAD)
     and scores (B,) float32: the sum of the model's log-probabilities of
     the chosen tokens, EOS included (zeros, and no log-softmax per step,
-    without `with_scores`).
+    without `with_scores`). With `drop_finished` (a growing cache from
+    `decoding.step`), a sentence leaves the batch when it ends; `choose`
+    must then not depend on the batch (greedy does not; sampling's random
+    numbers do).
     """
     ids = tf.concat(
         [tf.fill([batch_size, 1], BOS_ID), tf.fill([batch_size, loop_length], PAD_ID)], axis=1
     )  # (B, L+1): BOS, then the outputs
     finished = tf.zeros([batch_size], tf.bool)
     scores = tf.zeros([batch_size], tf.float32)
+    order = tf.range(batch_size)  # each row's sentence in the caller's batch
+    outputs = (ids, scores)  # the finished sentences' (ids, scores), by `order`
 
-    def cond(step, ids, finished, scores, cache):
+    def cond(step, ids, finished, scores, limits, order, outputs, cache):
         return tf.logical_and(step < loop_length, tf.logical_not(tf.reduce_all(finished)))
 
-    def body(step, ids, finished, scores, cache):
+    def body(step, ids, finished, scores, limits, order, outputs, cache):
         logits, cache = tokens_to_logits(ids[:, step][:, None], cache, step)  # (B, V); size known to XLA
         logits = tf.cast(logits, tf.float32)
         next_ids = choose(logits, step)  # (B,)
@@ -94,19 +130,26 @@ def _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length,
             scores += tf.where(finished, 0.0, token_log_probs)
         at_next = tf.equal(tf.range(loop_length + 1), step + 1)  # (L+1,): a select keeps shapes static for XLA
         ids = tf.where(at_next[None, :], next_ids[:, None], ids)
-        return step + 1, ids, tf.logical_or(finished, tf.equal(next_ids, EOS_ID)), scores, cache
+        finished = tf.logical_or(finished, tf.equal(next_ids, EOS_ID))
+        if drop_finished:
+            order, outputs, (ids, finished, scores, limits), cache = _drop_finished(
+                finished, order, outputs, (ids, scores), (ids, finished, scores, limits), cache, 1)
+        return step + 1, ids, finished, scores, limits, order, outputs, cache
 
-    _, ids, _, scores, _ = _loop(cond, body, (tf.constant(0), ids, finished, scores, cache), grows)
+    state = (tf.constant(0), ids, finished, scores, limits, order, outputs, cache)
+    _, ids, _, scores, _, order, outputs, _ = _loop(cond, body, state, grows)
+    if drop_finished:
+        ids, scores = _store(order, outputs, (ids, scores))
     return ids[:, 1:], scores
 
 
-def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length, grows=False):
+def greedy_decode(tokens_to_logits, cache, batch_size, limits, loop_length, grows=False, drop_finished=False):
     """Arg-max decoding. limits: (B,) per-sentence maximum output length.
 
     Returns (B, loop_length) int32: the tokens, EOS included, then PAD.
     """
     ids, _ = _sequential_decode(tokens_to_logits, cache, batch_size, limits, loop_length, _arg_max,
-                                with_scores=False, grows=grows)
+                                with_scores=False, grows=grows, drop_finished=drop_finished)
     return ids
 
 
@@ -137,23 +180,33 @@ def sample_decode(tokens_to_logits, cache, batch_size, limits, loop_length, seed
 
 
 # ------------------------------------------------------------------ beam search
-def _gather_beams(tree, indices, batch_size, beam_size):
-    """Picks beams: every (B*K_old, ...) or (B, K_old, ...) tensor in `tree` -> K_new beams.
-
-    indices: (B, K_new) beam indices into K_old.
-    """
+def _beam_rows(indices, batch_size, beam_size):
+    """(B, K_new) beam indices into K_old -> (B*K_new,) rows of a (B*K_old, ...) tensor."""
     batch_offsets = tf.range(batch_size)[:, None] * beam_size  # (B, 1)
-    flat_indices = tf.reshape(indices + batch_offsets, [-1])  # (B*K_new,)
-    return tf.nest.map_structure(lambda x: tf.gather(x, flat_indices), tree)
+    return tf.reshape(indices + batch_offsets, [-1])
+
+
+def _beam_results(alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, alpha, loop_length):
+    """Each sentence's hypotheses, best first: its finished ones, or its live
+    beams if none has finished (only possible if the loop ended early on the
+    global length). -> ids (B, K, L+1), scores (B, K)."""
+    any_finished = tf.reduce_any(finished_flags, axis=1)  # (B,)
+    alive_scores = alive_log_probs / length_penalty(loop_length, alpha)
+    ids = tf.where(any_finished[:, None, None], finished_ids, alive_ids)
+    scores = tf.where(any_finished[:, None], finished_scores, alive_scores)
+    return ids, scores
 
 
 def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, loop_length, n_best=1,
-                grows=False):
+                grows=False, drop_finished=False):
     """Beam search with the GNMT length penalty and early stopping.
 
-    Finished hypotheses (ended by EOS) are kept apart from live ones; the
-    search stops when no live beam can still beat the worst kept finished
-    hypothesis of every sentence, or at the length limit.
+    Finished hypotheses (ended by EOS) are kept apart from live ones. A
+    sentence is done when no live beam can still beat its n_best-th
+    finished hypothesis (so its n best can no longer change), or at its
+    length limit; the search stops when every sentence is done. With
+    `drop_finished` (a growing cache from `decoding.step`), a done sentence
+    leaves the batch at once.
 
     tokens_to_logits works on B*K rows; `cache` has B*K rows.
     limits: (B,) per-sentence maximum output lengths (EOS included).
@@ -169,28 +222,36 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
     finished_ids = tf.zeros_like(alive_ids)  # (B, K, L+1)
     finished_scores = tf.fill([batch_size, k], NEG_INF)  # (B, K)
     finished_flags = tf.zeros([batch_size, k], tf.bool)  # (B, K)
-    best_possible_penalty = length_penalty(limits, alpha)  # (B,): the largest penalty any output can get
+    order = tf.range(batch_size)  # each sentence's index in the caller's batch
+    outputs = (alive_ids, alive_log_probs)  # the done sentences' (ids, scores), by `order`
 
-    def cond(step, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, cache):
-        best_alive = tf.reduce_max(alive_log_probs, axis=1) / best_possible_penalty  # (B,)
-        worst_finished = tf.where(
-            tf.reduce_all(finished_flags, axis=1), tf.reduce_min(finished_scores, axis=1), NEG_INF
-        )  # (B,)
-        done = tf.reduce_all(tf.logical_or(worst_finished > best_alive, step >= limits))
+    def sentences_done(step, alive_log_probs, finished_scores, finished_flags, limits):
+        # Log-probabilities only fall and the penalty only grows with length, so
+        # no continuation of a live beam can score above this bound.
+        best_alive = tf.reduce_max(alive_log_probs, axis=1) / length_penalty(limits, alpha)  # (B,)
+        # finished_scores is sorted, best first; unfilled slots score NEG_INF.
+        nth_finished = tf.where(finished_flags[:, n_best - 1], finished_scores[:, n_best - 1], NEG_INF)  # (B,)
+        return tf.logical_or(nth_finished > best_alive, step >= limits)  # (B,)
+
+    def cond(step, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, limits, order,
+             outputs, cache):
+        done = tf.reduce_all(sentences_done(step, alive_log_probs, finished_scores, finished_flags, limits))
         return tf.logical_and(step < loop_length, tf.logical_not(done))
 
-    def body(step, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, cache):
+    def body(step, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, limits, order,
+             outputs, cache):
+        batch = tf.shape(alive_ids)[0]
         ids = tf.reshape(alive_ids[:, :, step], [-1, 1])  # (B*K, 1)
         logits, cache = tokens_to_logits(ids, cache, step)  # (B*K, V)
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))  # (B*K, V)
         vocab = tf.shape(log_probs)[-1]
-        log_probs = tf.reshape(log_probs, [batch_size, k, vocab])  # (B, K, V)
+        log_probs = tf.reshape(log_probs, [batch, k, vocab])  # (B, K, V)
         # At its limit a sentence may only end.
         at_limit = (step + 1 >= limits)[:, None, None]  # (B, 1, 1)
         only_eos = tf.one_hot(EOS_ID, vocab, on_value=0.0, off_value=NEG_INF)  # (V,)
         log_probs = tf.where(at_limit, log_probs + only_eos, log_probs)
         candidates = alive_log_probs[:, :, None] + log_probs  # (B, K, V)
-        candidates = tf.reshape(candidates, [batch_size, k * vocab])  # (B, K*V)
+        candidates = tf.reshape(candidates, [batch, k * vocab])  # (B, K*V)
 
         # 2K candidates are enough to keep K alive even if K of them end in EOS.
         top_log_probs, top_indices = tf.math.top_k(candidates, k=2 * k)  # (B, 2K)
@@ -205,10 +266,10 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
 
         # Live: the best K that did not end.
         live_scores = tf.where(ended, NEG_INF, top_log_probs)
-        new_alive_log_probs, alive_pick = tf.math.top_k(live_scores, k=k)  # (B, K)
-        new_alive_ids = tf.gather(top_ids, alive_pick, batch_dims=1)  # (B, K, L+1)
+        alive_log_probs, alive_pick = tf.math.top_k(live_scores, k=k)  # (B, K)
+        alive_ids = tf.gather(top_ids, alive_pick, batch_dims=1)  # (B, K, L+1)
         source_beams = tf.gather(top_beams, alive_pick, batch_dims=1)  # (B, K)
-        cache = _gather_beams(cache, source_beams, batch_size, k)
+        cache = reorder_beams(cache, _beam_rows(source_beams, batch, k))
 
         # Finished: merge those that ended now with the kept ones; keep the best K.
         penalty = length_penalty(step + 1, alpha)
@@ -219,20 +280,20 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
         finished_scores, finished_pick = tf.math.top_k(all_scores, k=k)  # (B, K)
         finished_ids = tf.gather(all_ids, finished_pick, batch_dims=1)
         finished_flags = tf.gather(all_flags, finished_pick, batch_dims=1)
-        return (step + 1, new_alive_ids, new_alive_log_probs, finished_ids, finished_scores,
-                finished_flags, cache)
+        sentences = (alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, limits)
+        if drop_finished:
+            done = sentences_done(step + 1, alive_log_probs, finished_scores, finished_flags, limits)
+            results = _beam_results(*sentences[:5], alpha, loop_length)
+            order, outputs, sentences, cache = _drop_finished(done, order, outputs, results, sentences, cache, k)
+        return (step + 1, *sentences, order, outputs, cache)
 
-    state = (tf.constant(0), alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, cache)
-    _, alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, _ = _loop(
-        cond, body, state, grows
-    )
-    # A sentence with no finished hypothesis (only possible if the loop ended
-    # early on the global length) falls back to its live beams.
-    any_finished = tf.reduce_any(finished_flags, axis=1)  # (B,)
-    alive_scores = alive_log_probs / length_penalty(loop_length, alpha)
-    ids = tf.where(any_finished[:, None, None], finished_ids, alive_ids)[:, :n_best, 1:]
-    scores = tf.where(any_finished[:, None], finished_scores, alive_scores)[:, :n_best]
-    return ids, scores
+    state = (tf.constant(0), alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, limits,
+             order, outputs, cache)
+    _, *sentences, _, order, outputs, _ = _loop(cond, body, state, grows)
+    ids, scores = _beam_results(*sentences[:5], alpha, loop_length)
+    if drop_finished:
+        ids, scores = _store(order, outputs, (ids, scores))
+    return ids[:, :n_best, 1:], scores[:, :n_best]
 
 
 # ------------------------------------------------------------------ model-level API
@@ -300,8 +361,9 @@ def greedy_search_graph(model, source_ids, max_length=None, use_cache=True,
                                                         growing)
     batch = tf.shape(source_ids)[0]
     if with_scores:
-        return _sequential_decode(tokens_to_logits, cache, batch, limits, loop_length, _arg_max, grows=growing)
-    return greedy_decode(tokens_to_logits, cache, batch, limits, loop_length, grows=growing)
+        return _sequential_decode(tokens_to_logits, cache, batch, limits, loop_length, _arg_max, grows=growing,
+                                  drop_finished=growing)
+    return greedy_decode(tokens_to_logits, cache, batch, limits, loop_length, grows=growing, drop_finished=growing)
 
 
 def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0, max_length=None,
@@ -326,7 +388,7 @@ def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None
     tokens_to_logits, cache = ensemble_tokens_to_logits(_as_models(model), source_ids, loop_length, beam_size,
                                                         use_cache, growing)
     ids, scores = beam_decode(tokens_to_logits, cache, batch, beam_size, float(alpha), limits,
-                              loop_length, n_best, grows=growing)
+                              loop_length, n_best, grows=growing, drop_finished=growing)
     if n_best == 1:
         return ids[:, 0], scores[:, 0]
     return ids, scores

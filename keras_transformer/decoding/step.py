@@ -24,30 +24,44 @@ def _tile_beams(x, beam_size):
 def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache=True, growing=False):
     """(tokens_to_logits, initial_cache) for a `Transformer` on `source_ids`.
 
-    The encoder runs once here. With `use_cache`, the loop state holds the
-    per-layer self-attention keys/values; the cross-attention keys/values are
-    projected once and captured as constants, so beam reordering never copies
-    them. Each step decodes one token. The self-attention cache either has
-    `max_length` positions from the start, written one step at a time (fixed
-    shapes, which XLA needs), or, with `growing`, holds exactly the positions
-    decoded so far, so that a step's attention, cache write and beam reordering
-    cost what the output so far costs (the loops must then let its shape
-    change: `grows=True`). Without `use_cache`, each step re-runs the decoder
-    over the whole prefix, which the step reads from `cache["prefix"]`.
+    The encoder runs once here, and the cross-attention keys/values are
+    projected once. With `use_cache`, the loop state holds the per-layer
+    self-attention keys/values and each step decodes one token. The
+    self-attention cache either has `max_length` positions from the start,
+    written one step at a time (fixed shapes, which XLA needs; the
+    cross-attention entries are captured as constants), or, with `growing`,
+    holds exactly the positions decoded so far, so that a step's attention,
+    cache write and beam reordering cost what the output so far costs (the
+    loops must then let its shape change: `grows=True`). A growing cache also
+    carries the cross-attention entries and the source ids, so that the
+    searches can drop finished sentences from it (`keep_rows`). Without
+    `use_cache`, each step re-runs the decoder over the whole prefix, which
+    the step reads from `cache["prefix"]`.
     """
     source_ids = _tile_beams(source_ids, beam_size)  # (B*K, S)
     encoder_output = model.encode(source_ids, training=False)  # (B*K, S, D)
-    if use_cache:
-        layers = model.init_cache(encoder_output, 0 if growing else max_length)
+    if use_cache and growing:
+        layers = model.init_cache(encoder_output, 0)
+        # Everything a step reads is in the loop state, so that the search can
+        # drop the rows of finished sentences (`keep_rows`); the entries under
+        # SENTENCE_KEYS are the same for every beam of a sentence, so beam
+        # reordering (`reorder_beams`) leaves them alone.
+        cache = {"self": [layer["self"] for layer in layers],  # 2 x (B*K, H, 0, K) per layer, growing
+                 "cross": [layer["cross"] for layer in layers],  # 2 x (B*K, H, S, K) per layer
+                 "source_ids": source_ids}  # (B*K, S), for the cross-attention padding mask
+
+        def tokens_to_logits(ids, cache, step):
+            full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cache["cross"])]
+            logits, full = model.decode_next(ids, cache["source_ids"], full, training=False)
+            return logits[:, -1, :], {**cache, "self": [layer["self"] for layer in full]}  # (B*K, V)
+    elif use_cache:
+        layers = model.init_cache(encoder_output, max_length)
         cross = [layer["cross"] for layer in layers]  # constant: 2 x (B*K, H, S, K) per layer
-        cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L or 0, K) per layer
+        cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L, K) per layer
 
         def tokens_to_logits(ids, cache, step):
             full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cross)]
-            if growing:
-                logits, full = model.decode_next(ids, source_ids, full, training=False)
-            else:
-                logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
+            logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
             return logits[:, -1, :], {"self": [layer["self"] for layer in full]}  # (B*K, V)
     else:
         batch = tf.shape(source_ids)[0]
@@ -62,6 +76,30 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
             return logits[:, -1, :], {"prefix": prefix}  # (B*K, V)
 
     return tokens_to_logits, cache
+
+
+# Cache entries that are the same for every beam of a sentence.
+SENTENCE_KEYS = ("cross", "source_ids")
+
+
+def _gather_rows(tree, rows):
+    return tf.nest.map_structure(lambda x: tf.gather(x, rows), tree)
+
+
+def reorder_beams(cache, rows):
+    """The cache of the beams picked by (B*K,) `rows`, each an index of the
+    beam it continues in the same sentence; entries under SENTENCE_KEYS are
+    the same for every beam of a sentence and stay as they are. An
+    ensemble's cache is a tuple of its members'."""
+    if isinstance(cache, tuple):
+        return tuple(reorder_beams(member, rows) for member in cache)
+    return {key: value if key in SENTENCE_KEYS else _gather_rows(value, rows) for key, value in cache.items()}
+
+
+def keep_rows(cache, rows):
+    """The cache of the (R,) `rows` only, every entry: the rows of the
+    sentences still being decoded."""
+    return _gather_rows(cache, rows)
 
 
 def check_ensemble(models):

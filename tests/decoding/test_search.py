@@ -336,3 +336,90 @@ def test_decode_next_grows_the_cache_by_the_tokens_it_is_given(model):
         real = target[:, t] != 0
         np.testing.assert_allclose(np.asarray(logits)[real, 0], full[real, t], atol=1e-5)
     assert cache[0]["self"][0].shape[2] == 6
+
+
+# ------------------------------------------------------------------ finished sentences leave the batch
+def scripted_model(rows_seen, vocab=8):
+    """A tokens_to_logits whose rows end at their own lengths: each row's cache
+    holds its sentence's output length (under "source_ids", a per-sentence
+    entry); until that step the row prefers token 4 (p 0.5) over 5 and 6, then
+    EOS (p 0.9). `rows_seen` adds up the rows of every step."""
+    before = np.full(vocab, 1e-4)
+    before[[4, 5, 6]] = [0.5, 0.3, 0.2]
+    at_end = np.full(vocab, 1e-4)
+    at_end[[EOS_ID, 4]] = [0.9, 0.1]
+    before, at_end = tf.constant(np.log(before), tf.float32), tf.constant(np.log(at_end), tf.float32)
+
+    def tokens_to_logits(ids, cache, step):
+        rows_seen.assign_add(tf.shape(ids)[0])
+        ends = tf.equal(cache["source_ids"][:, 0], step + 1)  # (rows,)
+        return tf.where(ends[:, None], at_end[None, :], before[None, :]), cache
+
+    return tokens_to_logits
+
+
+def run_scripted(search_fn, lengths, rows_per_sentence=1, **kwargs):
+    """(outputs, rows decoded) of a search over the scripted model, the batch's
+    sentences ending at `lengths`."""
+    rows_seen = tf.Variable(0)
+    per_row = np.repeat(np.asarray(lengths, np.int32), rows_per_sentence)[:, None]
+    cache = {"source_ids": tf.constant(per_row), "self": [tf.zeros([len(per_row), 2])]}
+
+    @tf.function
+    def run():
+        limits = tf.fill([len(lengths)], 20)
+        return search_fn(scripted_model(rows_seen), cache, len(lengths), limits, tf.constant(20), **kwargs)
+
+    outputs = tf.nest.map_structure(np.asarray, run())
+    return outputs, int(rows_seen.numpy())
+
+
+def test_greedy_drops_each_sentence_when_it_ends_and_keeps_the_order():
+    lengths = [3, 1, 2]
+    dropped, dropped_rows = run_scripted(search.greedy_decode, lengths, grows=True, drop_finished=True)
+    kept, kept_rows = run_scripted(search.greedy_decode, lengths, grows=True)
+    np.testing.assert_array_equal(dropped, kept)
+    np.testing.assert_array_equal(dropped[:, :3], [[4, 4, EOS_ID], [EOS_ID, PAD_ID, PAD_ID], [4, EOS_ID, PAD_ID]])
+    assert (kept_rows, dropped_rows) == (9, 3 + 2 + 1)
+
+
+def test_beam_search_drops_done_sentences_without_changing_their_hypotheses():
+    ends = [4, 1, 3, 2]
+
+    def beam(tokens_to_logits, cache, batch, limits, loop_length, **kwargs):
+        return search.beam_decode(tokens_to_logits, cache, batch, 2, 0.6, limits, loop_length, n_best=2, **kwargs)
+
+    (ids, scores), dropped_rows = run_scripted(beam, ends, 2, grows=True, drop_finished=True)
+    (kept_ids, kept_scores), kept_rows = run_scripted(beam, ends, 2, grows=True)
+    np.testing.assert_array_equal(ids, kept_ids)
+    np.testing.assert_allclose(scores, kept_scores, rtol=1e-6)
+    np.testing.assert_array_equal(lengths(ids[:, 0]), ends)  # each best ends where scripted
+    assert dropped_rows < kept_rows
+
+
+def test_beam_search_stops_once_its_n_best_can_no_longer_change():
+    """Step 1 offers EOS (p 0.6) and token 4 (p 0.4). Without length penalty no
+    continuation of "4" can beat "EOS", so the 1-best search is done after one
+    step; the 2-best one goes on until a second hypothesis finishes."""
+    probs = np.full(8, 1e-4)
+    probs[[EOS_ID, 4]] = [0.6, 0.4]
+    probs /= probs.sum()
+
+    def first_step_logits(ids, cache, step):
+        first = tf.constant(np.log(probs), tf.float32)
+        calls.assign_add(1)
+        return tf.tile(first[None, :], [tf.shape(ids)[0], 1]), cache
+
+    def run(n_best):
+        calls.assign(0)
+        out = tf.function(lambda: search.beam_decode(first_step_logits, {}, 1, 2, 0.0, tf.constant([9]),
+                                                     tf.constant(9), n_best=n_best))()
+        return out, int(calls.numpy())
+
+    calls = tf.Variable(0)
+    (one_ids, one_scores), one_steps = run(1)
+    (two_ids, two_scores), two_steps = run(2)
+    assert one_steps == 1 and two_steps > 1
+    np.testing.assert_array_equal(one_ids[:, 0], two_ids[:, 0])
+    np.testing.assert_allclose(one_scores[:, 0], [np.log(probs[EOS_ID])], rtol=1e-5)
+    np.testing.assert_allclose(two_scores[:, 0], one_scores[:, 0])
