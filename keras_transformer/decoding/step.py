@@ -50,9 +50,12 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
                  "cross": [layer["cross"] for layer in layers],  # 2 x (B*K, H, S, K) per layer
                  "source_ids": source_ids}  # (B*K, S), for the cross-attention padding mask
 
+        output_matrix = model.output_matrix()  # read and cast once, outside the loop
+
         def tokens_to_logits(ids, cache, step):
             full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cache["cross"])]
-            logits, full = model.decode_next(ids, cache["source_ids"], full, training=False)
+            logits, full = model.decode_next(ids, cache["source_ids"], full, training=False,
+                                             output_matrix=output_matrix)
             return logits[:, -1, :], {**cache, "self": [layer["self"] for layer in full]}  # (B*K, V)
     elif use_cache:
         layers = model.init_cache(encoder_output, max_length)

@@ -170,12 +170,15 @@ class Transformer(keras.Model):
                                                  training=training)  # (B, T, D)
         return self._logits(hidden), cache
 
-    def decode_next(self, target_ids, source_ids, cache, training=None):
+    def decode_next(self, target_ids, source_ids, cache, training=None, output_matrix=None):
         """(logits (B, T, V) float32, cache grown by T) for the tokens `target_ids`
         (B, T) that follow those in a growing cache (`init_cache(encoder_output,
         0)`): its self-attention entries hold exactly the positions decoded so
         far, so each step attends over the output so far, not over the longest
-        possible output. Same results as `decode_step` within float rounding."""
+        possible output. Same results as `decode_step` within float rounding.
+
+        output_matrix: `output_matrix()`, read once by a decoding loop, so that
+        its steps do not cast and transpose the (V, D) embedding every time."""
         self.build()
         start = ops.shape(cache[0]["self"][0])[2]  # positions decoded so far
         x = self.target_embedding(target_ids, start_index=start)  # (B, T, D)
@@ -185,7 +188,14 @@ class Transformer(keras.Model):
         hidden, cache = self.decoder.decode_next(x, cache, self_attention_mask=self_mask,
                                                  cross_attention_mask=masks.key_padding_mask(source_ids),
                                                  training=training)  # (B, T, D)
-        return self._logits(hidden), cache
+        return self._logits(hidden, output_matrix), cache
+
+    def output_matrix(self):
+        """The tied output projection as the logits use it, (D, V) in the compute
+        dtype, for `decode_next`; None without tied embeddings."""
+        if self.output_projection is not None:
+            return None
+        return self.target_embedding.attend_matrix(self.compute_dtype)
 
     def cross_attention(self, target_ids, encoder_output, source_ids):
         """(logits (B, T, V), [per-layer (B, H, T, S) encoder-decoder attention
@@ -204,10 +214,11 @@ class Transformer(keras.Model):
             masks.key_padding_mask(target_ids),  # (B, 1, T)
         )
 
-    def _logits(self, hidden):
-        """(B, T, D) -> (B, T, V) float32 logits: the tied embedding or the output projection."""
+    def _logits(self, hidden, output_matrix=None):
+        """(B, T, D) -> (B, T, V) float32 logits: the tied embedding (`output_matrix`
+        if given) or the output projection."""
         if self.output_projection is None:
-            return self.target_embedding.attend(hidden)  # (B, T, V) float32
+            return self.target_embedding.attend(hidden, output_matrix)  # (B, T, V) float32
         return ops.cast(self.output_projection(hidden), "float32")  # (B, T, V)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):

@@ -92,6 +92,20 @@ def test_cached_decoding_matches_the_full_decoder_pass():
         np.testing.assert_allclose(np.asarray(logits)[real, 0], full[real, t], atol=1e-5)
 
 
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_a_given_output_matrix_gives_the_logits_the_embedding_gives(policy):
+    """Decoding loops read the tied output matrix once (`output_matrix`) and pass
+    it to every step; the logits must be those of reading it in the step."""
+    model = tiny(dtype=policy)
+    matrix = model.output_matrix()
+    assert tuple(matrix.shape) == (model.d_model, TINY_VOCAB) and matrix.dtype == model.compute_dtype
+    cache = model.init_cache(model.encode(SOURCE), 0)
+    read, _ = model.decode_next(TARGET[:, :3], SOURCE, cache)
+    given, _ = model.decode_next(TARGET[:, :3], SOURCE, cache, output_matrix=matrix)
+    np.testing.assert_array_equal(np.asarray(given), np.asarray(read))
+    assert tiny(tie_embeddings=False).output_matrix() is None
+
+
 @pytest.mark.parametrize("overrides", [{}, {"tie_embeddings": False, "norm_first": True}])
 def test_round_trips(overrides, tmp_path):
     assert_round_trips(lambda: tiny(**overrides), (SOURCE, TARGET), tmp_path, atol=1e-5)

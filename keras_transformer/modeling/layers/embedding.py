@@ -106,11 +106,17 @@ class PositionalEmbedding(keras.layers.Layer):
         encoding = sinusoidal_encoding(positions, self.d_model, self.max_wavelength)  # (L, D)
         return x + ops.cast(encoding, x.dtype)[None, :, :]  # (B, L, D)
 
-    def attend(self, x):
-        """Pre-softmax projection with the embedding matrix: (B, L, D) -> (B, L, V) float32."""
-        matrix = ops.cast(self.embeddings, x.dtype)  # (V, D)
-        logits = ops.matmul(x, ops.transpose(matrix))  # (B, L, V)
-        return ops.cast(logits, "float32")
+    def attend(self, x, matrix=None):
+        """Pre-softmax projection with the embedding matrix: (B, L, D) -> (B, L, V) float32.
+
+        matrix: the (D, V) matrix `attend_matrix()` returns, if the caller
+        already has it (a decoding loop reads it once, not at every step)."""
+        matrix = self.attend_matrix(x.dtype) if matrix is None else matrix  # (D, V)
+        return ops.cast(ops.matmul(x, matrix), "float32")  # (B, L, V)
+
+    def attend_matrix(self, dtype):
+        """The transposed embedding matrix in `dtype`, (D, V), as `attend` multiplies by it."""
+        return ops.transpose(ops.cast(self.embeddings, dtype))
 
     def compute_output_shape(self, ids_shape):
         return tuple(ids_shape) + (self.d_model,)
