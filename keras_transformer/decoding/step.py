@@ -38,10 +38,16 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
     `use_cache`, each step re-runs the decoder over the whole prefix, which
     the step reads from `cache["prefix"]`.
     """
+    # Encoding and the cross-attention projections run once per sentence; their
+    # outputs are then repeated for the sentence's K beams.
+    encoder_output = model.encode(source_ids, training=False)  # (B, S, D)
+
+    def tile(tree):
+        return tf.nest.map_structure(lambda x: _tile_beams(x, beam_size), tree)
+
     source_ids = _tile_beams(source_ids, beam_size)  # (B*K, S)
-    encoder_output = model.encode(source_ids, training=False)  # (B*K, S, D)
     if use_cache and growing:
-        layers = model.init_cache(encoder_output, 0)
+        layers = tile(model.init_cache(encoder_output, 0))
         # Everything a step reads is in the loop state, so that the search can
         # drop the rows of finished sentences (`keep_rows`); the entries under
         # SENTENCE_KEYS are the same for every beam of a sentence, so beam
@@ -58,7 +64,7 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
                                              output_matrix=output_matrix)
             return logits[:, -1, :], {**cache, "self": [layer["self"] for layer in full]}  # (B*K, V)
     elif use_cache:
-        layers = model.init_cache(encoder_output, max_length)
+        layers = tile(model.init_cache(encoder_output, max_length))
         cross = [layer["cross"] for layer in layers]  # constant: 2 x (B*K, H, S, K) per layer
         cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L, K) per layer
 
@@ -67,6 +73,7 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
             logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
             return logits[:, -1, :], {"self": [layer["self"] for layer in full]}  # (B*K, V)
     else:
+        encoder_output = tile(encoder_output)  # (B*K, S, D)
         batch = tf.shape(source_ids)[0]
         cache = {"prefix": tf.zeros([batch, max_length], tf.int32)}
 
