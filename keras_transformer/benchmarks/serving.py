@@ -26,6 +26,7 @@ from keras_transformer.data import sources
 from keras_transformer.decoding import restore
 from keras_transformer.decoding.batching import in_length_order
 from keras_transformer.export import saved_model
+from keras_transformer.export.ctranslate2 import ctranslate2_installed, export_translator_ctranslate2
 
 
 def read_sentences(path, limit):
@@ -75,11 +76,8 @@ def engines(model_dir, directory, threads=2):
         "SavedModel": lambda batch: list(signature(sentences=tf.constant(batch))["translations"].numpy()),
         "Translator": lambda batch: list(in_process(tf.constant(batch))[0].numpy()),
     }
-    try:
-        import ctranslate2  # noqa: PLC0415, F401  (optional extra)
-    except ImportError:
+    if not ctranslate2_installed():
         return found, config
-    from keras_transformer.export.ctranslate2 import export_translator_ctranslate2  # noqa: PLC0415
     from keras_transformer.export.ctranslate2_translator import CTranslate2Translator  # noqa: PLC0415
 
     for quantization in ("float32", "int8"):

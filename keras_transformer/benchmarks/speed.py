@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer import decoding
+from keras_transformer.export import ctranslate2 as ctranslate2_export
 from keras_transformer.modeling import presets
 from keras_transformer.modeling.special_ids import EOS_ID
 from keras_transformer.modeling.transformer import Transformer
@@ -168,11 +169,9 @@ def decoding_engines(config, vocab_size, batch, source_length, output_length, be
 
         tokens = run()
         figures[f"ours_{precision}"] = tokens / _timed(run, repeats=2, warmup=0)
-    try:
-        import ctranslate2  # noqa: PLC0415, F401
-    except ImportError:
+    if not ctranslate2_export.ctranslate2_installed():
         return figures
-    from keras_transformer.export import ctranslate2 as ctranslate2_export  # noqa: PLC0415
+    import ctranslate2  # noqa: PLC0415  (optional extra)
 
     vocabulary = [f"<{i}>" for i in range(vocab_size)]
     tokens_in = [[vocabulary[i] for i in row] for row in pieces]

@@ -28,6 +28,7 @@ weights are (out, in), so every kernel is transposed):
 Notation: V vocabulary, D model width.
 """
 
+import importlib.util
 import os
 import shutil
 
@@ -42,6 +43,11 @@ QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
                  "float32")
 # Positions the written sinusoid table covers: inputs and outputs must fit in it.
 DEFAULT_MAX_POSITIONS = 1024
+
+
+def ctranslate2_installed():
+    """Whether the optional `ctranslate2` extra is importable (without importing it)."""
+    return importlib.util.find_spec("ctranslate2") is not None
 
 
 def _array(value):
