@@ -1,5 +1,9 @@
 """`scripts/benchmark.py`."""
 
+import os
+import tempfile
+
+from keras_transformer.config import RunConfig
 from keras_transformer.modeling import presets
 from keras_transformer.cli.common import make_parser
 
@@ -33,21 +37,37 @@ def benchmark_main(argv=None):
         "serving", "With --serving, only this comparison runs: a trained run's SavedModel (through "
         "serving_default, as TF Serving calls it) and in-process Translator against CTranslate2 float32 and "
         "int8 on the same weights, batch-1 latency and batch-32 throughput on real sentences.")
-    group.add_argument("--serving", default=None, metavar="MODEL_DIR",
-                       help="The training model directory to serve, e.g. runs/numerals_en_de-small after the "
-                       "main job. Its sentences: --corpus's source side if given, else its own test split.")
+    main_job_run = RunConfig().model_dir
+    group.add_argument("--serving", nargs="?", const=main_job_run, default=None, metavar="MODEL_DIR",
+                       help="The training model directory to serve (without a value: the main job's, "
+                       f"{main_job_run}; if it holds no run yet, the main job's first --serving-quick-steps "
+                       "updates are trained into a temporary directory first). Its sentences: --corpus's "
+                       "source side if given, else its own test split.")
     group.add_argument("--serving-sentences", type=int, default=500, help="How many sentences to translate.")
     group.add_argument("--serving-rounds", type=int, default=2, help="Passes per figure; the best counts.")
+    group.add_argument("--serving-quick-steps", type=int, default=200,
+                       help="Updates of the stand-in run trained when --serving has no value and the main "
+                       "job has not run (200: about 3 minutes on 2 cores).")
     args = parser.parse_args(argv)
     if args.serving is not None:
-        for name in ("serving_sentences", "serving_rounds"):
+        for name in ("serving_sentences", "serving_rounds", "serving_quick_steps"):
             if getattr(args, name) < 1:
                 parser.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}.")
         from keras_transformer.benchmarks import serving  # noqa: PLC0415
+        from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+
+        def figures(model_dir):
+            serving.serving_figures(model_dir, args.corpus, args.serving_sentences, batch_size=args.engines_batch,
+                                    rounds=args.serving_rounds)
 
         try:
-            serving.serving_figures(args.serving, args.corpus, args.serving_sentences,
-                                    batch_size=args.engines_batch, rounds=args.serving_rounds)
+            if args.serving != main_job_run or RunDir(main_job_run).has_config():
+                figures(args.serving)
+                return 0
+            with tempfile.TemporaryDirectory() as directory:
+                print(f"serving: no run in {main_job_run} (the main job, `python scripts/train.py`); training "
+                      f"its first {args.serving_quick_steps} updates in {directory} to serve instead", flush=True)
+                figures(serving.quick_run(os.path.join(directory, "run"), args.serving_quick_steps))
         except (FileNotFoundError, ValueError) as error:
             parser.exit(1, f"benchmark.py: error: {error}\n")
         return 0

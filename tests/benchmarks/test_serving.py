@@ -17,7 +17,11 @@ def test_every_engine_is_timed_on_the_same_sentences_and_the_ratios_follow(train
         assert ratios["batch1"] == pytest.approx(reference["batch1_ms"] / figures[name]["batch1_ms"])
         assert ratios["batched"] == pytest.approx(figures[name]["batched_per_s"] / reference["batched_per_s"])
     assert "5 sentences of " + corpus in lines[0] and "beam 4" in lines[0]
-    assert len(lines) == 1 + len(engines) + 2
+    # The SavedModel and Translator run one search: same translations. This run ends its sentences on EOS
+    # well before the length limit, so CTranslate2 float32 agrees too.
+    assert figures["Translator = SavedModel"] == figures["CTranslate2 float32 = SavedModel"] == 5
+    assert "  Translator translates 5/5 sentences as the SavedModel does" in lines
+    assert len(lines) == 1 + len(engines) + (len(engines) - 1) + 2
 
 
 def test_the_sentences_are_the_first_column_of_the_corpus(tmp_path):
@@ -38,3 +42,24 @@ def test_the_serving_flags_are_checked(capsys, tmp_path):
     assert code == 2 and "--serving-sentences must be at least 1; got 0" in err
     code, _, err = run_entry_point(cli.benchmark_main, ["--serving", str(tmp_path / "nowhere")], capsys)
     assert code == 1 and "run_config.json" in err
+
+
+@pytest.mark.slow
+def test_without_the_main_job_its_first_updates_are_trained_and_served(capsys, tmp_path, monkeypatch):
+    from keras_transformer import cli
+    from keras_transformer.config import RunConfig
+    from keras_transformer.modeling.precision import resolve_precision
+
+    monkeypatch.chdir(tmp_path)  # no runs/numerals_en_de-small here
+    code, out, err = run_entry_point(cli.benchmark_main, ["--serving", "--serving-sentences", "2", "--serving-rounds",
+                                                          "1", "--serving-quick-steps", "1", "--engines-batch", "2"],
+                                     capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    notice, header = [line for line in lines if line.startswith("serving: ")]  # training prints between them
+    assert notice.startswith(f"serving: no run in {RunConfig().model_dir} ") and "its first 1 updates in " in notice
+    # The stand-in is the main job's model (small preset, its precision), served on its own test split.
+    assert f"(small, {resolve_precision('auto')}), 2 sentences of its test split" in header
+    assert "  Translator translates 2/2 sentences as the SavedModel does" in lines
+    assert "SavedModel / CTranslate2 float32" in out
+    assert list(tmp_path.iterdir()) == []  # trained in a temporary directory, nothing left behind
