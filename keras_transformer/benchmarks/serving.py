@@ -18,8 +18,9 @@ The report also counts how many batched translations of each engine equal
 the SavedModel's: a speed figure means little for an engine that
 translates differently.
 
-Without a trained run (the main job's, `MAIN_JOB_RUN`), `quick_run` trains
-a stand-in: the main job's first updates.
+Without a trained run, `quick_run` trains a stand-in: the main job's first
+updates (`scripts/benchmark.py --serving` with no value does this when the
+main job has not run).
 """
 
 import os
@@ -34,9 +35,6 @@ from keras_transformer.decoding import restore
 from keras_transformer.decoding.batching import in_length_order
 from keras_transformer.export import saved_model
 from keras_transformer.export.ctranslate2 import ctranslate2_installed, export_translator_ctranslate2
-
-# Where `python scripts/train.py` (the main job, no flags) leaves its run.
-MAIN_JOB_RUN = RunConfig().model_dir
 
 
 def quick_run(model_dir, steps):
