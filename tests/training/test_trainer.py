@@ -110,6 +110,16 @@ def optimizer_iterations(path):
         return int(np.asarray(f["optimizer/vars/0"]))
 
 
+def backup_epoch(path):
+    """The epoch in Keras' backup metadata, or None while the file is absent or half written (the
+    run writes it in place while the test polls it)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)["epoch"]
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 @pytest.mark.slow
 def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step(small_corpus, tmp_path):
     train, _ = small_corpus
@@ -120,7 +130,7 @@ def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step
     metadata = os.path.join(model_dir, "backup", "training_metadata.json")
     deadline = time.time() + 300
     while time.time() < deadline:
-        if os.path.exists(metadata) and json.load(open(metadata))["epoch"] >= 2:
+        if (backup_epoch(metadata) or 0) >= 2:
             break
         assert first.poll() is None, "the run finished before it could be killed"
         time.sleep(0.05)
