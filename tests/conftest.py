@@ -121,7 +121,7 @@ def load_config(model_dir):
     return RunDir(model_dir).load_config()
 
 
-def varied_tiny_model(vocab=TINY_VOCAB, seed=0):
+def varied_tiny_model(vocab=TINY_VOCAB, seed=0, dtype=None):
     """A random tiny Transformer whose outputs vary from step to step.
 
     With tied embeddings a random model mostly repeats its previous token
@@ -132,7 +132,7 @@ def varied_tiny_model(vocab=TINY_VOCAB, seed=0):
     import keras_transformer as kt
 
     keras.utils.set_random_seed(seed)
-    model = kt.Transformer.from_preset("tiny", vocab_size=vocab, tie_embeddings=False)
+    model = kt.Transformer.from_preset("tiny", vocab_size=vocab, tie_embeddings=False, dtype=dtype)
     model.build()
     return model
 

@@ -12,7 +12,8 @@ All translate the same sentences with the run's beam search (beam 4,
 alpha 0.6 by default), TensorFlow on its default threads (every core; 2 on
 the machines this was written on) and CTranslate2 on `threads`: one sentence at a time (batch-1
 latency, ms per sentence) and in length-sorted batches of 32 (throughput,
-sentences per second). Each figure is the best of `rounds` passes. Ratios
+sentences per second). Each figure is the best of `rounds` passes, the
+engines taking turns within each round. Ratios
 to CTranslate2 float32 carry the claim; the machines are shared and noisy.
 The report also counts how many batched translations of each engine equal
 the SavedModel's: a speed figure means little for an engine that
@@ -69,33 +70,42 @@ def read_sentences(path, limit):
     return sentences
 
 
-def _best_seconds(run, rounds):
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _seconds(run):
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
 
 
 def _text(output):
     return output.decode("utf-8") if isinstance(output, bytes) else output
 
 
-def time_engine(translate, sentences, batch_size=32, rounds=2):
-    """(batch-1 ms per sentence, batch-`batch_size` sentences per second, the
-    batched translations as str) of `translate(list of str)`, after one
-    warm-up call of each shape class."""
-    translate(sentences[:1])
-    translate(sentences[:batch_size])
-    single = _best_seconds(lambda: [translate([s]) for s in sentences], rounds)
-    outputs = []
+def time_engines(found, sentences, batch_size=32, rounds=2):
+    """{name: (batch-1 ms per sentence, batch-`batch_size` sentences per second,
+    the batched translations as str)} of each `translate(list of str)` in
+    `found`, after one warm-up call of each shape class.
 
-    def batched_pass():
-        outputs[:] = in_length_order(translate, sentences, [len(s) for s in sentences], batch_size)
+    Each figure is the best of `rounds` passes, and the passes take turns:
+    every round times every engine once, so a slow spell of a shared machine
+    falls on all of them rather than on whichever ran then.
+    """
+    for translate in found.values():
+        translate(sentences[:1])
+        translate(sentences[:batch_size])
+    single = {name: float("inf") for name in found}
+    batched = dict(single)
+    outputs = {}
+    for _ in range(rounds):
+        for name, translate in found.items():
+            single[name] = min(single[name], _seconds(lambda: [translate([s]) for s in sentences]))
+    for _ in range(rounds):
+        for name, translate in found.items():
+            def batched_pass():
+                outputs[name] = in_length_order(translate, sentences, [len(s) for s in sentences], batch_size)
 
-    batched = _best_seconds(batched_pass, rounds)
-    return 1000.0 * single / len(sentences), len(sentences) / batched, [_text(output) for output in outputs]
+            batched[name] = min(batched[name], _seconds(batched_pass))
+    return {name: (1000.0 * single[name] / len(sentences), len(sentences) / batched[name],
+                   [_text(output) for output in outputs[name]]) for name in found}
 
 
 def engines(model_dir, directory, threads=2):
@@ -137,8 +147,8 @@ def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, 
                f"{' of ' + corpus if corpus else ' of its test split'}, beam {config.beam_size}, "
                f"alpha {config.alpha}, {threads} threads, best of {rounds}")
         figures, translations = {}, {}
-        for name, translate in found.items():
-            single, batched, translations[name] = time_engine(translate, sentences, batch_size, rounds)
+        for name, (single, batched, translations[name]) in time_engines(found, sentences, batch_size,
+                                                                        rounds).items():
             figures[name] = {"batch1_ms": single, "batched_per_s": batched}
             report(f"  {name:20s} batch 1: {single:8.2f} ms/sentence   batch {batch_size}: "
                    f"{batched:7.2f} sentences/s")

@@ -67,13 +67,15 @@ def _loop(cond, body, state, grows):
     return tf.while_loop(cond, body, state, shape_invariants=invariants)
 
 
-def _drop_finished(done, order, outputs, results, sentences, cache, rows_per_sentence):
+def _drop_finished(done, order, outputs, results, sentences, cache, rows_per_sentence, beam_rows=None):
     """Moves the sentences that are `done` out of the batch.
 
     done: (B,) bool; order: (B,) int32, each sentence's index in the caller's
     batch; `results`: (B, ...) tensors whose rows of the done sentences go
     to those indices of the `outputs` buffers (B0, ...); `sentences`: (B, ...)
-    per-sentence state; `cache`: rows_per_sentence rows per sentence.
+    per-sentence state; `cache`: rows_per_sentence rows per sentence, its
+    beams still to be reordered by `beam_rows` if given (`step.keep_rows`
+    does both in one gather).
     Returns (order, outputs, sentences, cache) for the sentences left. A
     finished sentence then costs nothing more, as in CTranslate2; a batch
     runs until its last sentence ends either way.
@@ -84,11 +86,13 @@ def _drop_finished(done, order, outputs, results, sentences, cache, rows_per_sen
         at = tf.gather(order, leaving)[:, None]
         stored = tuple(tf.tensor_scatter_nd_update(out, at, tf.gather(result, leaving))
                        for out, result in zip(outputs, results))
-        rows = tf.reshape(staying[:, None] * rows_per_sentence + tf.range(rows_per_sentence)[None, :], [-1])
         return (tf.gather(order, staying), stored, tuple(tf.gather(x, staying) for x in sentences),
-                keep_rows(cache, rows))
+                keep_rows(cache, staying, rows_per_sentence, beam_rows))
 
-    return tf.cond(tf.reduce_any(done), drop, lambda: (order, tuple(outputs), tuple(sentences), cache))
+    def stay():
+        return order, tuple(outputs), tuple(sentences), cache if beam_rows is None else reorder_beams(cache, beam_rows)
+
+    return tf.cond(tf.reduce_any(done), drop, stay)
 
 
 def _store(order, outputs, results):
@@ -269,7 +273,7 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
         alive_log_probs, alive_pick = tf.math.top_k(live_scores, k=k)  # (B, K)
         alive_ids = tf.gather(top_ids, alive_pick, batch_dims=1)  # (B, K, L+1)
         source_beams = tf.gather(top_beams, alive_pick, batch_dims=1)  # (B, K)
-        cache = reorder_beams(cache, _beam_rows(source_beams, batch, k))
+        beam_rows = _beam_rows(source_beams, batch, k)  # (B*K,): the row each live beam continues
 
         # Finished: merge those that ended now with the kept ones; keep the best K.
         penalty = length_penalty(step + 1, alpha)
@@ -284,7 +288,10 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
         if drop_finished:
             done = sentences_done(step + 1, alive_log_probs, finished_scores, finished_flags, limits)
             results = _beam_results(*sentences[:5], alpha, loop_length)
-            order, outputs, sentences, cache = _drop_finished(done, order, outputs, results, sentences, cache, k)
+            order, outputs, sentences, cache = _drop_finished(done, order, outputs, results, sentences, cache, k,
+                                                              beam_rows)
+        else:
+            cache = reorder_beams(cache, beam_rows)
         return (step + 1, *sentences, order, outputs, cache)
 
     state = (tf.constant(0), alive_ids, alive_log_probs, finished_ids, finished_scores, finished_flags, limits,

@@ -12,6 +12,8 @@ L maximum output length, V vocabulary.
 
 import tensorflow as tf
 
+from keras_transformer.modeling.layers.dense import reading
+
 
 def _tile_beams(x, beam_size):
     """(B, ...) -> (B*K, ...), each row repeated K times in place."""
@@ -38,39 +40,49 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
     `use_cache`, each step re-runs the decoder over the whole prefix, which
     the step reads from `cache["prefix"]`.
     """
-    # Encoding and the cross-attention projections run once per sentence; their
-    # outputs are then repeated for the sentence's K beams.
+    # Encoding and the cross-attention projections run once per sentence; a
+    # growing cache keeps one row of them per sentence, the others repeat them
+    # for the sentence's K beams.
     encoder_output = model.encode(source_ids, training=False)  # (B, S, D)
 
     def tile(tree):
         return tf.nest.map_structure(lambda x: _tile_beams(x, beam_size), tree)
 
-    source_ids = _tile_beams(source_ids, beam_size)  # (B*K, S)
     if use_cache and growing:
-        layers = tile(model.init_cache(encoder_output, 0))
+        layers = model.init_cache(encoder_output, 0)
         # Everything a step reads is in the loop state, so that the search can
-        # drop the rows of finished sentences (`keep_rows`); the entries under
-        # SENTENCE_KEYS are the same for every beam of a sentence, so beam
-        # reordering (`reorder_beams`) leaves them alone.
-        cache = {"self": [layer["self"] for layer in layers],  # 2 x (B*K, H, 0, K) per layer, growing
-                 "cross": [layer["cross"] for layer in layers],  # 2 x (B*K, H, S, K) per layer
-                 "source_ids": source_ids}  # (B*K, S), for the cross-attention padding mask
+        # drop the rows of finished sentences (`keep_rows`). The entries under
+        # SENTENCE_KEYS have one row per sentence, which its K beams share
+        # (the attention layer reads a sentence's keys once for all its beams),
+        # so beam reordering (`reorder_beams`) leaves them alone.
+        cache = {"self": [tile(layer["self"]) for layer in layers],  # 2 x (B*K, H, 0, K) per layer, growing
+                 "cross": [layer["cross"] for layer in layers],  # 2 x (B, H, S, K) per layer
+                 "source_ids": source_ids}  # (B, S), for the cross-attention padding mask
 
-        output_matrix = model.output_matrix()  # read and cast once, outside the loop
+        # Read and cast once, outside the loop: the steps touch no variable.
+        output_matrix = model.output_matrix()
+        weights = model.decoder_weights()
 
         def tokens_to_logits(ids, cache, step):
             full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cache["cross"])]
-            logits, full = model.decode_next(ids, cache["source_ids"], full, training=False,
-                                             output_matrix=output_matrix)
+            with reading(weights):
+                logits, full = model.decode_next(ids, cache["source_ids"], full, training=False,
+                                                 output_matrix=output_matrix)
             return logits[:, -1, :], {**cache, "self": [layer["self"] for layer in full]}  # (B*K, V)
-    elif use_cache:
+
+        return tokens_to_logits, cache
+
+    source_ids = _tile_beams(source_ids, beam_size)  # (B*K, S)
+    if use_cache:
         layers = tile(model.init_cache(encoder_output, max_length))
         cross = [layer["cross"] for layer in layers]  # constant: 2 x (B*K, H, S, K) per layer
         cache = {"self": [layer["self"] for layer in layers]}  # 2 x (B*K, H, L, K) per layer
+        weights = model.decoder_weights()
 
         def tokens_to_logits(ids, cache, step):
             full = [{"self": own, "cross": c} for own, c in zip(cache["self"], cross)]
-            logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
+            with reading(weights):
+                logits, full = model.decode_step(ids, encoder_output, source_ids, full, step, training=False)
             return logits[:, -1, :], {"self": [layer["self"] for layer in full]}  # (B*K, V)
     else:
         encoder_output = tile(encoder_output)  # (B*K, S, D)
@@ -88,7 +100,7 @@ def model_tokens_to_logits(model, source_ids, max_length, beam_size=1, use_cache
     return tokens_to_logits, cache
 
 
-# Cache entries that are the same for every beam of a sentence.
+# Cache entries with one row per sentence, which its beams share.
 SENTENCE_KEYS = ("cross", "source_ids")
 
 
@@ -98,18 +110,26 @@ def _gather_rows(tree, rows):
 
 def reorder_beams(cache, rows):
     """The cache of the beams picked by (B*K,) `rows`, each an index of the
-    beam it continues in the same sentence; entries under SENTENCE_KEYS are
-    the same for every beam of a sentence and stay as they are. An
-    ensemble's cache is a tuple of its members'."""
+    beam it continues in the same sentence; entries under SENTENCE_KEYS hold
+    one row per sentence and stay as they are. An ensemble's cache is a
+    tuple of its members'."""
     if isinstance(cache, tuple):
         return tuple(reorder_beams(member, rows) for member in cache)
     return {key: value if key in SENTENCE_KEYS else _gather_rows(value, rows) for key, value in cache.items()}
 
 
-def keep_rows(cache, rows):
-    """The cache of the (R,) `rows` only, every entry: the rows of the
-    sentences still being decoded."""
-    return _gather_rows(cache, rows)
+def keep_rows(cache, sentences, beam_size, beam_rows=None):
+    """The cache of the (R,) `sentences` only (indices among its B): their
+    row of each entry under SENTENCE_KEYS, and their K = `beam_size` rows of
+    every other entry. With (B*K,) `beam_rows`, the beams are first
+    reordered by them (`reorder_beams`) in the same gather: one copy of the
+    self-attention cache instead of two."""
+    if isinstance(cache, tuple):
+        return tuple(keep_rows(member, sentences, beam_size, beam_rows) for member in cache)
+    rows = tf.reshape(sentences[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])  # (R*K,)
+    if beam_rows is not None:
+        rows = tf.gather(beam_rows, rows)  # the row each kept beam continues
+    return {key: _gather_rows(value, sentences if key in SENTENCE_KEYS else rows) for key, value in cache.items()}
 
 
 def check_ensemble(models):

@@ -10,6 +10,7 @@ from keras import ops
 
 from keras_transformer.modeling import masks, presets
 from keras_transformer.modeling.layers import Decoder, Encoder, PositionalEmbedding
+from keras_transformer.modeling.layers.dense import Dense, read_once
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -106,7 +107,7 @@ class Transformer(keras.Model):
             )
         self.output_projection = None
         if not self.tie_embeddings:
-            self.output_projection = keras.layers.Dense(
+            self.output_projection = Dense(
                 self.output_vocab_size, use_bias=False, dtype=self.dtype_policy, name="output_projection"
             )
 
@@ -196,6 +197,16 @@ class Transformer(keras.Model):
         if self.output_projection is not None:
             return None
         return self.target_embedding.attend_matrix(self.compute_dtype)
+
+    def decoder_weights(self):
+        """The decoder's weights (and the untied output projection's), read
+        and cast to the compute dtype once: a decoding loop runs its steps
+        `with layers.dense.reading(weights):` so that they read no variable."""
+        self.build()
+        weights = read_once(self.decoder)
+        if self.output_projection is not None:
+            weights.update(read_once(self.output_projection))
+        return weights
 
     def cross_attention(self, target_ids, encoder_output, source_ids):
         """(logits (B, T, V), [per-layer (B, H, T, S) encoder-decoder attention

@@ -339,11 +339,11 @@ def test_decode_next_grows_the_cache_by_the_tokens_it_is_given(model):
 
 
 # ------------------------------------------------------------------ finished sentences leave the batch
-def scripted_model(rows_seen, vocab=8):
-    """A tokens_to_logits whose rows end at their own lengths: each row's cache
-    holds its sentence's output length (under "source_ids", a per-sentence
-    entry); until that step the row prefers token 4 (p 0.5) over 5 and 6, then
-    EOS (p 0.9). `rows_seen` adds up the rows of every step."""
+def scripted_model(rows_seen, rows_per_sentence, vocab=8):
+    """A tokens_to_logits whose rows end at their own lengths: the cache holds
+    each sentence's output length (under "source_ids", a per-sentence entry);
+    until that step the sentence's rows prefer token 4 (p 0.5) over 5 and 6,
+    then EOS (p 0.9). `rows_seen` adds up the rows of every step."""
     before = np.full(vocab, 1e-4)
     before[[4, 5, 6]] = [0.5, 0.3, 0.2]
     at_end = np.full(vocab, 1e-4)
@@ -352,7 +352,8 @@ def scripted_model(rows_seen, vocab=8):
 
     def tokens_to_logits(ids, cache, step):
         rows_seen.assign_add(tf.shape(ids)[0])
-        ends = tf.equal(cache["source_ids"][:, 0], step + 1)  # (rows,)
+        ends = tf.equal(tf.repeat(cache["source_ids"][:, 0], rows_per_sentence), step + 1)  # (rows,)
+        tf.debugging.assert_equal(tf.shape(ends)[0], tf.shape(cache["self"][0])[0])
         return tf.where(ends[:, None], at_end[None, :], before[None, :]), cache
 
     return tokens_to_logits
@@ -362,13 +363,14 @@ def run_scripted(search_fn, lengths, rows_per_sentence=1, **kwargs):
     """(outputs, rows decoded) of a search over the scripted model, the batch's
     sentences ending at `lengths`."""
     rows_seen = tf.Variable(0)
-    per_row = np.repeat(np.asarray(lengths, np.int32), rows_per_sentence)[:, None]
-    cache = {"source_ids": tf.constant(per_row), "self": [tf.zeros([len(per_row), 2])]}
+    rows = len(lengths) * rows_per_sentence
+    cache = {"source_ids": tf.constant(np.asarray(lengths, np.int32)[:, None]), "self": [tf.zeros([rows, 2])]}
 
     @tf.function
     def run():
         limits = tf.fill([len(lengths)], 20)
-        return search_fn(scripted_model(rows_seen), cache, len(lengths), limits, tf.constant(20), **kwargs)
+        return search_fn(scripted_model(rows_seen, rows_per_sentence), cache, len(lengths), limits, tf.constant(20),
+                         **kwargs)
 
     outputs = tf.nest.map_structure(np.asarray, run())
     return outputs, int(rows_seen.numpy())

@@ -11,6 +11,7 @@ import numpy as np
 from keras import ops
 
 from keras_transformer.modeling import masks
+from keras_transformer.modeling.layers.dense import Dense
 
 # The masked logit: the most negative float32 (logits are float32 whatever the
 # compute dtype), so exp() of it is exactly 0 and a fully masked row still
@@ -34,6 +35,10 @@ class MultiHeadAttention(keras.layers.Layer):
     - static cache (`cache` given, `cache_update_index=None`): `cache` holds
       the projected keys and values, which are used as they are. This is
       cross-attention during decoding: the encoder output is projected once.
+      The cache may have fewer rows than `query`, each of its rows serving G
+      consecutive query rows (a sentence's G beams in beam search): then
+      `attention_mask` has the cache's rows too, and each sentence's keys
+      and values are read once for all its beams, not once per beam.
     - growing cache (`cache_update_index` given): keys and values of the new
       query positions are projected and written into `cache` at
       `cache_update_index`. This is decoder self-attention during decoding:
@@ -63,7 +68,8 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores: bool. Also return the (B, H, T, S)
             attention probabilities.
         training: bool. Enables dropout.
-        cache: tuple (keys, values) of shape (B, H, S, K) and (B, H, S, V).
+        cache: tuple (keys, values) of shape (B, H, S, K) and (B, H, S, V);
+            a static cache may have B/G rows instead (see above).
         cache_update_index: int scalar; where the new keys/values go.
 
     Returns:
@@ -109,7 +115,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.supports_masking = False
 
     def _dense(self, units, name):
-        return keras.layers.Dense(
+        return Dense(
             units,
             use_bias=self.use_bias,
             kernel_initializer=clone_initializer(self.kernel_initializer),
@@ -162,7 +168,7 @@ class MultiHeadAttention(keras.layers.Layer):
     ):
         if cache_update_index is not None and cache is None:
             raise ValueError("cache_update_index was given without a cache.")
-        queries = self._split_heads(self.query_dense(query), self.key_dim)  # (B, H, T, K)
+        queries = self.query_dense(query)  # (B, T, H*K)
 
         if cache is not None and cache_update_index is None:
             keys, values = cache  # static: already projected
@@ -178,14 +184,18 @@ class MultiHeadAttention(keras.layers.Layer):
 
         mask = attention_mask
         if use_causal_mask:
-            query_length, key_length = ops.shape(queries)[2], ops.shape(keys)[2]
+            query_length, key_length = ops.shape(queries)[1], ops.shape(keys)[2]
             offset = 0 if cache_update_index is None else cache_update_index
             mask = masks.merge_masks(mask, masks.causal_mask(query_length, key_length, offset))
 
-        output, scores = self._attend(queries, keys, values, mask, training)
-        batch, length = ops.shape(output)[0], ops.shape(output)[2]
-        output = ops.transpose(output, (0, 2, 1, 3))  # (B, T, H, V)
-        output = ops.reshape(output, (batch, length, self.num_heads * self.value_dim))  # (B, T, H*V)
+        if cache is not None and cache_update_index is None:  # static keys, maybe shared by G query rows
+            output, scores = self._attend_shared(queries, keys, values, mask, training)
+        else:
+            queries = self._split_heads(queries, self.key_dim)  # (B, H, T, K)
+            output, scores = self._attend(queries, keys, values, mask, training)  # (B, H, T, V), (B, H, T, S)
+            batch, length = ops.shape(output)[0], ops.shape(output)[2]
+            output = ops.transpose(output, (0, 2, 1, 3))  # (B, T, H, V)
+            output = ops.reshape(output, (batch, length, self.num_heads * self.value_dim))  # (B, T, H*V)
         output = self.output_dense(output)  # (B, T, D)
 
         results = (output,)
@@ -194,6 +204,30 @@ class MultiHeadAttention(keras.layers.Layer):
         if cache is not None:
             results += (cache,)
         return results[0] if len(results) == 1 else results
+
+    def _attend_shared(self, queries, keys, values, mask, training):
+        """Attention over static keys/values of R rows, each serving G = B/R
+        consecutive query rows: each key row's G*T queries go through one
+        matmul, so its keys and values are read once, not G times. The heads
+        are split and merged with one transpose each, as in the ungrouped
+        case; each logit is the dot product it would be there.
+
+        (B, T, H*K) projected queries -> ((B, T, H*V), (B, H, T, S) scores).
+        """
+        batch, length = ops.shape(queries)[0], ops.shape(queries)[1]
+        rows = ops.shape(keys)[0]
+        group = batch // rows
+        queries = ops.reshape(queries, (rows, group, length, self.num_heads, self.key_dim))
+        queries = ops.transpose(queries, (0, 3, 1, 2, 4))  # (R, H, G, T, K)
+        queries = ops.reshape(queries, (rows, self.num_heads, group * length, self.key_dim))
+        output, scores = self._attend(queries, keys, values, mask, training)  # (R, H, G*T, V), (R, H, G*T, S)
+        output = ops.reshape(output, (rows, self.num_heads, group, length, self.value_dim))
+        output = ops.transpose(output, (0, 2, 3, 1, 4))  # (R, G, T, H, V)
+        output = ops.reshape(output, (batch, length, self.num_heads * self.value_dim))  # (B, T, H*V)
+        scores = ops.reshape(scores, (rows, self.num_heads, group, length, ops.shape(scores)[-1]))
+        scores = ops.transpose(scores, (0, 2, 1, 3, 4))  # (R, G, H, T, S)
+        scores = ops.reshape(scores, (batch, self.num_heads, length, ops.shape(scores)[-1]))  # (B, H, T, S)
+        return output, scores
 
     def _attend(self, queries, keys, values, mask, training):
         queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)

@@ -6,6 +6,7 @@ Notation: B batch, L length, D model width, F inner width (d_ff).
 import keras
 
 from keras_transformer.modeling.layers.attention import clone_initializer
+from keras_transformer.modeling.layers.dense import Dense
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -55,7 +56,7 @@ class FeedForward(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, x_shape):
-        self.inner_dense = keras.layers.Dense(
+        self.inner_dense = Dense(
             self.d_ff,
             activation=self.activation,
             kernel_initializer=clone_initializer(self.kernel_initializer),
@@ -64,7 +65,7 @@ class FeedForward(keras.layers.Layer):
         )
         self.inner_dense.build(x_shape)
         self.inner_dropout = keras.layers.Dropout(self.activation_dropout, dtype=self.dtype_policy)
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = Dense(
             self.d_model,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
