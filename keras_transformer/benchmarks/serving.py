@@ -109,8 +109,9 @@ def time_engines(found, sentences, batch_size=32, rounds=2):
 
 
 def engines(model_dir, directory, threads=2):
-    """{name: translate(list of str) -> list} for the run in `model_dir`,
-    exported into `directory`. CTranslate2 engines are absent without the extra."""
+    """({name: translate(list of str) -> list}, the run's config) for the run
+    in `model_dir`, exported into `directory`. CTranslate2 engines are absent
+    without the extra."""
     config, model, tokenizer = restore.restore(model_dir)
     translator = restore.make_translator(config.decoding, model, tokenizer)
     served = tf.saved_model.load(saved_model.export_translator(translator, os.path.join(directory, "saved_model")))
