@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from keras_transformer.decoding.sampling import NEG_INF, check_sampling, filter_logits
 from keras_transformer.decoding.step import check_ensemble, ensemble_tokens_to_logits, keep_rows, reorder_beams
+from keras_transformer.decoding.top_k import top_k
 from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID
 # The paper: output length up to input length + 50.
 DEFAULT_EXTRA_LENGTH = 50
@@ -248,17 +249,19 @@ def beam_decode(tokens_to_logits, cache, batch_size, beam_size, alpha, limits, l
         ids = tf.reshape(alive_ids[:, :, step], [-1, 1])  # (B*K, 1)
         logits, cache = tokens_to_logits(ids, cache, step)  # (B*K, V)
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))  # (B*K, V)
-        vocab = tf.shape(log_probs)[-1]
+        vocab = log_probs.shape[-1] or tf.shape(log_probs)[-1]  # static where known, as `top_k` wants
         log_probs = tf.reshape(log_probs, [batch, k, vocab])  # (B, K, V)
-        # At its limit a sentence may only end.
+        # At its limit a sentence may only end. Most steps have no sentence
+        # there, and skip two passes over the (B, K, V) array.
         at_limit = (step + 1 >= limits)[:, None, None]  # (B, 1, 1)
         only_eos = tf.one_hot(EOS_ID, vocab, on_value=0.0, off_value=NEG_INF)  # (V,)
-        log_probs = tf.where(at_limit, log_probs + only_eos, log_probs)
+        log_probs = tf.cond(tf.reduce_any(at_limit), lambda: tf.where(at_limit, log_probs + only_eos, log_probs),
+                            lambda: log_probs)
         candidates = alive_log_probs[:, :, None] + log_probs  # (B, K, V)
         candidates = tf.reshape(candidates, [batch, k * vocab])  # (B, K*V)
 
         # 2K candidates are enough to keep K alive even if K of them end in EOS.
-        top_log_probs, top_indices = tf.math.top_k(candidates, k=2 * k)  # (B, 2K)
+        top_log_probs, top_indices = top_k(candidates, 2 * k)  # (B, 2K), as tf.math.top_k
         top_beams, top_tokens = top_indices // vocab, top_indices % vocab  # (B, 2K)
         top_ids = tf.gather(alive_ids, top_beams, batch_dims=1)  # (B, 2K, L+1)
         at_next = tf.equal(tf.range(loop_length + 1), step + 1)  # (L+1,): a select keeps shapes static for XLA

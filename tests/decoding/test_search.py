@@ -399,6 +399,27 @@ def test_beam_search_drops_done_sentences_without_changing_their_hypotheses():
     assert dropped_rows < kept_rows
 
 
+@pytest.mark.parametrize("growing", [False, True])
+def test_beam_search_ends_each_sentence_at_its_own_length_limit(growing):
+    """EOS is all but impossible, so every best hypothesis runs to its limit,
+    where the search allows only EOS; the limits differ, so at some steps
+    only some sentences of the batch are at theirs."""
+    logits = np.full(8, -50.0, np.float32)
+    logits[[4, 5]] = [0.0, -1.0]
+    log_probs = logits - np.log(np.exp(logits.astype(np.float64)).sum())
+    limits = [2, 5, 3]
+
+    def run():
+        return search.beam_decode(fixed_distribution(logits), {}, 3, 2, 0.6, tf.constant(limits), tf.constant(5),
+                                  grows=growing, drop_finished=growing)
+
+    ids, scores = (np.asarray(x) for x in tf.function(run)())
+    for row, limit in enumerate(limits):
+        np.testing.assert_array_equal(ids[row, 0], [4] * (limit - 1) + [EOS_ID] + [PAD_ID] * (5 - limit))
+        expected = ((limit - 1) * log_probs[4] + log_probs[EOS_ID]) / ((5.0 + limit) / 6.0) ** 0.6
+        np.testing.assert_allclose(scores[row, 0], expected, rtol=1e-5)
+
+
 def test_beam_search_stops_once_its_n_best_can_no_longer_change():
     """Step 1 offers EOS (p 0.6) and token 4 (p 0.4). Without length penalty no
     continuation of "4" can beat "EOS", so the 1-best search is done after one

@@ -8,6 +8,8 @@ import math
 import keras
 from keras import ops
 
+from keras_transformer.modeling.layers.dense import project
+
 
 def sinusoidal_encoding(positions, d_model, max_wavelength=10000.0):
     """The paper's positional encoding, computed on the fly for any positions.
@@ -112,7 +114,7 @@ class PositionalEmbedding(keras.layers.Layer):
         matrix: the (D, V) matrix `attend_matrix()` returns, if the caller
         already has it (a decoding loop reads it once, not at every step)."""
         matrix = self.attend_matrix(x.dtype) if matrix is None else matrix  # (D, V)
-        return ops.cast(ops.matmul(x, matrix), "float32")  # (B, L, V)
+        return ops.cast(project(x, matrix), "float32")  # (B, L, V)
 
     def attend_matrix(self, dtype):
         """The transposed embedding matrix in `dtype`, (D, V), as `attend` multiplies by it."""

@@ -51,6 +51,27 @@ def test_layers_without_read_weights_and_lora_kernels_run_as_keras_dense():
         np.testing.assert_array_equal(np.asarray(layer(X)), lora)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("spec, shape", [((None, 1, 6), (3, 1, 6)), ((None, None, 6), (3, 2, 6)),
+                                         ((None, 6), (4, 6)), ((3, 2, 6), (3, 2, 6))])
+def test_project_is_ops_matmul_to_the_bit(dtype, spec, shape):
+    x = tf.cast(RNG.normal(size=shape), dtype)
+    kernel = tf.cast(RNG.normal(size=(6, 5)), dtype)
+    projected = tf.function(lambda x: dense.project(x, kernel), input_signature=[tf.TensorSpec(spec, dtype)])(x)
+    expected = keras.ops.matmul(x, kernel)
+    assert projected.shape == expected.shape
+    np.testing.assert_array_equal(np.asarray(tf.cast(projected, "float32")), np.asarray(tf.cast(expected, "float32")))
+
+
+def test_a_decoding_steps_projection_works_out_no_shapes_at_run_time():
+    """(B*, 1, D): one MatMul between two reshapes to constant shapes, none of
+    tensordot's run-time shape arithmetic."""
+    graph = tf.function(lambda x: dense.project(x, tf.ones([6, 5]))).get_concrete_function(
+        tf.TensorSpec([None, 1, 6])).graph
+    kinds = sorted(op.type for op in graph.get_operations() if op.type not in ("Placeholder", "Const", "Identity"))
+    assert kinds == ["MatMul", "Reshape", "Reshape"]
+
+
 def test_round_trips(tmp_path):
     assert_round_trips(lambda: functional_wrapper(built("float32", activation="relu"), [((2, 6), "float32")]), X,
                        tmp_path)
