@@ -31,6 +31,16 @@ from keras_transformer.files import atomic_open
 _CHECKPOINT_RE = re.compile(r"ckpt-(\d+)\.weights\.h5$")
 
 
+def default_model_dir(dataset_slug, preset):
+    """Where a run goes unless --model-dir says otherwise: runs/<dataset>-<preset>."""
+    return os.path.join("runs", f"{dataset_slug}-{preset}")
+
+
+def default_export_dir(dataset_slug):
+    """Where a run's SavedModel goes unless --export-dir says otherwise: saved_models/<dataset>."""
+    return os.path.join("saved_models", dataset_slug)
+
+
 class RunDir:
     """Paths and records of one run folder. Creates nothing until asked to write."""
 

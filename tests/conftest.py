@@ -178,7 +178,7 @@ def trained_tiny_run(tmp_path_factory, small_corpus):
     small corpus. Its translations end on EOS well before the length limit,
     so engines that differ only in how they stop at the limit must agree."""
     from keras_transformer.config import RunConfig
-    from keras_transformer.training import trainer
+    from keras_transformer.training import recipe
 
     directory = tmp_path_factory.mktemp("trained_run")
     train, test = small_corpus
@@ -186,7 +186,7 @@ def trained_tiny_run(tmp_path_factory, small_corpus):
                        vocab_size=500, max_length=32, steps=400, checkpoint_every=400, batch_tokens=1024,
                        warmup_steps=100, learning_rate_scale=2.0, precision="float32",
                        model_dir=str(directory / "run"), export_dir="")
-    trainer.train(config, verbose=0)
+    recipe.train(config, verbose=0)
     return config.model_dir
 
 

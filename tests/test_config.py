@@ -2,7 +2,9 @@ import dataclasses
 
 import pytest
 
-from keras_transformer.config import RESUME_MUST_MATCH, RunConfig, dataset_slug
+from keras_transformer.config import RESUME_MUST_MATCH, RunConfig
+from keras_transformer.data.sources import dataset_slug
+from keras_transformer.training.recipe import with_default_folders
 
 
 @pytest.mark.parametrize("spec,slug", [
@@ -17,11 +19,11 @@ def test_dataset_slug_names_one_folder_per_dataset(spec, slug):
 
 
 def test_default_folders_follow_the_dataset_and_preset():
-    main_job = RunConfig()
+    main_job = with_default_folders(RunConfig())
     assert (main_job.model_dir, main_job.export_dir) == ("runs/numerals_en_de-small", "saved_models/numerals_en_de")
-    wmt = RunConfig(dataset="wmt14_translate/de-en", preset="base")
+    wmt = with_default_folders(RunConfig(dataset="wmt14_translate/de-en", preset="base"))
     assert (wmt.model_dir, wmt.export_dir) == ("runs/wmt14_translate_de-en-base", "saved_models/wmt14_translate_de-en")
-    explicit = RunConfig(dataset="c.tsv", model_dir="here", export_dir="")
+    explicit = with_default_folders(RunConfig(dataset="c.tsv", model_dir="here", export_dir=""))
     assert (explicit.model_dir, explicit.export_dir) == ("here", "")  # "" still means: no export
     assert RunConfig(**dataclasses.asdict(wmt)) == wmt  # run_config.json round-trips
 
@@ -79,7 +81,7 @@ def test_each_setting_reaches_the_one_section_that_uses_it():
                   jit_compile=True, warmup_steps=11, learning_rate_scale=2.5, label_smoothing=0.2, cooldown=0.1,
                   checkpoint_every=300, keep_checkpoints=7, average_last=6, init_from="r",
                   bleu_sentences=9, bleu_beam_size=2, early_stopping=3, beam_size=5, alpha=0.7,
-                  max_output_extra=13)
+                  max_output_extra=13, no_repeat_ngram_size=3, repetition_penalty=1.2)
     config = RunConfig(**values)
     for name, owners in covered.items():
         for section, field in owners:
@@ -90,7 +92,48 @@ def test_section_defaults_are_the_run_configs():
     from keras_transformer import config as settings
 
     config = RunConfig()
+    assert settings.DataSettings() == config.data
     for cls, section in ((settings.ModelSettings, config.model), (settings.TrainingSettings, config.training),
                          (settings.ValidationSettings, config.bleu_validation),
                          (settings.DecodingSettings, config.decoding)):
         assert cls() == section, cls.__name__
+
+
+def test_each_setting_is_written_once_and_the_flat_fields_are_generated_from_the_sections():
+    """Every flat field's default and help text are its section field's; a
+    field shared by two sections is a flag once."""
+    from keras_transformer import config as settings
+
+    flat = {f.name: f for f in dataclasses.fields(RunConfig)}
+    for cls in settings.SECTIONS.values():
+        for field in dataclasses.fields(cls):
+            if field.metadata["shared_with"]:
+                assert field.metadata["shared_with"] in flat and field.metadata["help"] == ""
+                continue
+            name = field.metadata["flag"] or field.name
+            assert flat[name].default == field.default and flat[name].metadata["help"] == field.metadata["help"]
+            assert field.metadata["help"], (cls.__name__, field.name)  # every flag explains itself
+    assert len(flat) == len(set(flat))
+
+
+def test_config_imports_no_other_module_of_the_package():
+    import ast
+    import inspect
+
+    from keras_transformer import config as settings
+
+    tree = ast.parse(inspect.getsource(settings))
+    imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    assert not [name for name in imported if name and name.startswith("keras_transformer")]
+
+
+def test_an_old_run_config_file_loads_with_its_flat_keys():
+    """A run_config.json is flat: its keys are the flags, so files written before
+    the sections were generated load unchanged (see also tests/test_run_dir.py)."""
+    values = RunConfig(preset="tiny", seed=3, max_length=40, max_output_extra=7, model_dir="r").to_dict()
+    config = RunConfig.from_dict(values)
+    assert (config.data.seed, config.training.seed) == (3, 3)
+    assert (config.data.max_length, config.decoding.max_input_length, config.decoding.extra_length) == (40, 40, 7)
+    with pytest.raises(ValueError, match=r"does not know: \['new_flag'\]"):
+        RunConfig.from_dict({**values, "new_flag": 1})

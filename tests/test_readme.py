@@ -218,7 +218,7 @@ SENTENCES = ["It is half past seven.", "three hundred twenty-one", "Yesterday, m
 def test_translate_commands(trained_checkout, translator):
     from_stdin = readme_command(r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)")
     sentence = re.match(r'^echo "(.*)" \|', from_stdin).group(1)
-    expected, _ = translator.translate([sentence] + SENTENCES, progress=False)
+    expected = translator.translate([sentence] + SENTENCES, progress=False).best
     assert bash(trained_checkout, from_stdin).stdout == expected[0] + "\n"
 
     from_file = readme_command(r"^python scripts/translate\.py --model saved_models/")
@@ -262,7 +262,7 @@ def test_serving_commands(trained_checkout, translator):
     assert f'request.model_spec.name = "{name}"' in client and '"localhost:8500"' in client
 
     sentence = json.loads(re.search(r"-d '(.*?)'", curl).group(1))["instances"][0]
-    (expected,), (score,) = translator.translate([sentence], progress=False)
+    ((expected,),), ((score,),) = translator.translate([sentence], progress=False)
     with ServingDouble(name, str(trained_checkout / host_path)) as server:
         rest = bash(trained_checkout, curl.replace("localhost:8501", f"localhost:{server.rest_port}"))
         (prediction,) = json.loads(rest.stdout)["predictions"]
@@ -294,7 +294,7 @@ def test_data_work_commands(trained_checkout, tiny_run_dir, translator):
     rows = [line.split("\t") for line in (checkout / "nbest.tsv").read_text(encoding="utf-8").split("\n")[:-1]]
     n = int(re.search(r"--n-best (\d+)", readme_command(r"--n-best \d+ --input")).group(1))
     assert [(int(r[0]), int(r[1])) for r in rows] == [(i, k) for i in range(len(SENTENCES)) for k in range(n)]
-    best, _ = translator.translate(SENTENCES, progress=False)
+    best = translator.translate(SENTENCES, progress=False).best
     assert [r[3] for r in rows if r[1] == "0"] == best
 
     sampling = readme_command(r"--model runs/numerals_en_de-small --sampling-")
@@ -472,7 +472,7 @@ def test_wmt_recipe(tmp_path):
     translator = restore.make_translator(config.decoding, model, tokenizer)
     with tfds.testing.mock_data(num_examples=64):
         sentences, _ = sources.read_split(config.data, "test")
-    expected, _ = translator.translate(sentences, progress=False)
+    expected = translator.translate(sentences, progress=False).best
     hypotheses = (run / "test.hypotheses.txt").read_text(encoding="utf-8").split("\n")[:-1]
     assert hypotheses == expected
     served = tf.saved_model.load(str(checkout / "saved_models" / "wmt14-base" / "2"))
@@ -559,8 +559,9 @@ def test_python_api_blocks(tmp_path, small_corpus, tokenizer_path, monkeypatch):
     np.testing.assert_array_equal(np.where(shifted == EOS_ID, 0, shifted), batch_target_in[:, 1:])
     rows, source_length = source_ids.shape
     ids, scores = namespace["ids"], namespace["scores"]  # the beam search's (it reassigns `ids`)
-    assert ids.shape[0] == rows and ids.shape[1] <= source_length + 50 and ids.dtype == tf.int32
-    assert scores.shape == (rows,) and np.all(np.asarray(scores) <= 0)
+    # Every search answers N hypotheses per sentence; the default beam search N = 1.
+    assert ids.shape[:2] == (rows, 1) and ids.shape[2] <= source_length + 50 and ids.dtype == tf.int32
+    assert scores.shape == (rows, 1) and np.all(np.asarray(scores) <= 0)
 
 
 def test_builtin_corpus_block(tmp_path):

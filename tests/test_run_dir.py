@@ -21,7 +21,8 @@ VERSION_0_1_RUN_CONFIG = """{
 def test_a_run_config_written_by_version_0_1_still_loads(tmp_path):
     (tmp_path / "run_config.json").write_text(VERSION_0_1_RUN_CONFIG, encoding="utf-8")
     config = RunDir(tmp_path).load_config()
-    assert config == RunConfig(dataset="corpus.tsv", preset="tiny", vocab_size=500, model_dir="runs/corpus-tiny")
+    assert config == RunConfig(dataset="corpus.tsv", preset="tiny", vocab_size=500, model_dir="runs/corpus-tiny",
+                               export_dir="saved_models/corpus")
     assert (config.data.vocab_size, config.model.preset, config.decoding.max_input_length) == (500, "tiny", 64)
 
 

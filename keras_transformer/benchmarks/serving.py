@@ -45,13 +45,13 @@ def quick_run(model_dir, steps):
     test or export; returns `model_dir`. 200 updates take about 3 minutes on
     2 cores, and the main job scores about 89 validation BLEU after them:
     translations of about the trained model's lengths."""
-    from keras_transformer.training import trainer  # noqa: PLC0415
+    from keras_transformer.training import recipe  # noqa: PLC0415
 
     if steps < 1:
         raise ValueError(f"A quick run needs at least 1 update; got {steps}.")
     config = RunConfig(steps=steps, checkpoint_every=steps, cooldown=0.0, bleu_sentences=0, model_dir=model_dir,
                        export_dir="")
-    trainer.train(config, verbose=0)
+    recipe.train(config, verbose=0)
     return model_dir
 
 
@@ -119,7 +119,7 @@ def engines(model_dir, directory, threads=2):
     in_process = translator.compiled()
     found = {
         "SavedModel": lambda batch: list(signature(sentences=tf.constant(batch))["translations"].numpy()),
-        "Translator": lambda batch: list(in_process(tf.constant(batch))[0].numpy()),
+        "Translator": lambda batch: list(in_process(tf.constant(batch))[0].numpy()[:, 0]),
     }
     if not ctranslate2_installed():
         return found, config

@@ -13,7 +13,9 @@ process, back to back:
 5. with a corpus, padding efficiency of bucketed against naive batches;
 6. beam search on one set of weights in four engines: ours in float32 and
    mixed_bfloat16, and CTranslate2 (the optional extra) in float32 and int8,
-   in output tokens per second.
+   in output tokens per second;
+7. (`--steps-per-execution N`) `model.fit` with one update per call into the
+   graph against N, the lever against Keras' per-batch trip to Python.
 """
 
 import dataclasses
@@ -89,6 +91,45 @@ def ours(config, vocab_size, precision):
     model = Transformer(vocab_size=vocab_size, dtype=precision, **dataclasses.asdict(config))
     model.build()
     return _compile(model, config.d_model)
+
+
+def fit_throughput(config, vocab_size, precision, batch, steps, steps_per_execution, rounds=2):
+    """Non-padding target tokens per second of `model.fit` over `steps` updates
+    (best of `rounds` epochs after one untimed), running `steps_per_execution`
+    updates per call into the graph. Keras converts each execution's logs to
+    Python numbers whatever the callbacks are, so none is added."""
+    model = ours(config, vocab_size, precision)
+    model.compile(optimizer=model.optimizer, loss=model.loss, steps_per_execution=steps_per_execution)
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    times = []
+
+    class Clock(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            times.append(time.perf_counter() - self.start)
+
+    model.fit(dataset, steps_per_epoch=steps, epochs=rounds + 1, verbose=0, callbacks=[Clock()])
+    return float((batch[1] != 0).sum()) * steps / min(times[1:])
+
+
+def steps_per_execution_figures(presets_to_time, vocab_size, batch_tokens, length, steps, steps_per_execution,
+                                precision="mixed_bfloat16", report=print):
+    """Section 7: `fit` tokens/s with 1 and with N updates per execution, per preset."""
+    batch = synthetic_batches(vocab_size, batch_tokens, length)
+    figures = {}
+    for name in presets_to_time:
+        config = presets.get_preset(name)
+        rates = {}
+        for n in (1, steps_per_execution, 1, steps_per_execution):  # interleaved: the machine drifts
+            keras.utils.set_random_seed(0)
+            rates[n] = max(rates.get(n, 0.0), fit_throughput(config, vocab_size, precision, batch, steps, n))
+        figures[f"{name}_spe_ratio"] = rates[steps_per_execution] / rates[1]
+        report(f"7. fit {name:6s} {precision}: {rates[1]:8.0f} target tokens/s at 1 update per execution, "
+               f"{rates[steps_per_execution]:8.0f} at {steps_per_execution}: "
+               f"{figures[f'{name}_spe_ratio']:.3f}x")
+    return figures
 
 
 def keras_hub_equivalent(config, vocab_size, precision="float32"):

@@ -25,7 +25,7 @@ import json, resource, sys, time
 start = time.perf_counter()
 import keras
 from keras_transformer.config import RunConfig
-from keras_transformer.training import trainer
+from keras_transformer.training import recipe, trainer
 seconds = []
 
 
@@ -36,7 +36,7 @@ class FirstUpdate(keras.callbacks.Callback):
 
 make_callbacks = trainer.make_callbacks
 trainer.make_callbacks = lambda *args, **kwargs: make_callbacks(*args, **kwargs) + [FirstUpdate()]
-trainer.train(RunConfig(**json.loads(sys.argv[1])), verbose=0)
+recipe.train(RunConfig(**json.loads(sys.argv[1])), verbose=0)
 print(json.dumps({"seconds": seconds[0],
                   "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
 """

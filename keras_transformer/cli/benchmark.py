@@ -4,11 +4,12 @@ import os
 import tempfile
 
 from keras_transformer.config import RunConfig
+from keras_transformer.run_dir import default_model_dir
 from keras_transformer.modeling import presets
 from keras_transformer.cli.common import make_parser
 
 
-def benchmark_main(argv=None):
+def _parser():
     parser = make_parser(
         "benchmark.py",
         "Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
@@ -27,6 +28,9 @@ def benchmark_main(argv=None):
                         help="A TSV corpus for the padding-efficiency figure (with --serving: the sentences to "
                         "translate, from its first column).")
     parser.add_argument("--skip-training", action="store_true", help="Leave out the training figures.")
+    parser.add_argument("--steps-per-execution", type=int, default=0, metavar="N",
+                        help="Only this comparison: model.fit tokens/s of the small and base presets with 1 "
+                        "update per call into the graph against N (0: skip).")
     parser.add_argument("--engines-batch", type=int, default=32,
                         help="Sentences per batch when comparing our beam search with CTranslate2's.")
     parser.add_argument("--streaming-pairs", type=int, default=0,
@@ -37,7 +41,7 @@ def benchmark_main(argv=None):
         "serving", "With --serving, only this comparison runs: a trained run's SavedModel (through "
         "serving_default, as TF Serving calls it) and in-process Translator against CTranslate2 float32 and "
         "int8 on the same weights, batch-1 latency and batch-32 throughput on real sentences.")
-    main_job_run = RunConfig().model_dir
+    main_job_run = _main_job_run()
     group.add_argument("--serving", nargs="?", const=main_job_run, default=None, metavar="MODEL_DIR",
                        help="The training model directory to serve (without a value: the main job's, "
                        f"{main_job_run}; if it holds no run yet, the main job's first --serving-quick-steps "
@@ -48,42 +52,69 @@ def benchmark_main(argv=None):
     group.add_argument("--serving-quick-steps", type=int, default=200,
                        help="Updates of the stand-in run trained when --serving has no value and the main "
                        "job has not run (200: about 3 minutes on 2 cores).")
-    args = parser.parse_args(argv)
-    if args.serving is not None:
-        for name in ("serving_sentences", "serving_rounds", "serving_quick_steps"):
-            if getattr(args, name) < 1:
-                parser.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}.")
-        from keras_transformer.benchmarks import serving  # noqa: PLC0415
-        from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+    return parser
 
-        def figures(model_dir):
-            serving.serving_figures(model_dir, args.corpus, args.serving_sentences, batch_size=args.engines_batch,
-                                    rounds=args.serving_rounds)
 
-        try:
-            if args.serving != main_job_run or RunDir(main_job_run).has_config():
-                figures(args.serving)
-                return 0
-            with tempfile.TemporaryDirectory() as directory:
-                print(f"serving: no run in {main_job_run} (the main job, `python scripts/train.py`); training "
-                      f"its first {args.serving_quick_steps} updates in {directory} to serve instead", flush=True)
-                figures(serving.quick_run(os.path.join(directory, "run"), args.serving_quick_steps))
-        except (FileNotFoundError, ValueError) as error:
-            parser.exit(1, f"benchmark.py: error: {error}\n")
-        return 0
-    if args.streaming_pairs < 0:
-        parser.error(f"--streaming-pairs must be at least 0; got {args.streaming_pairs}.")
-    for name in ("vocab_size", "batch_tokens", "length", "train_steps", "decode_batch", "output_length",
-                 "engines_batch"):
+def _main_job_run():
+    main_job = RunConfig()
+    return default_model_dir(main_job.dataset, main_job.preset)  # a tfds name is its own folder name
+
+
+def _check_at_least_one(parser, args, names):
+    for name in names:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}.")
+
+
+def _serving_main(parser, args):
+    """--serving: the SavedModel and Translator against CTranslate2 on a trained run."""
+    _check_at_least_one(parser, args, ("serving_sentences", "serving_rounds", "serving_quick_steps"))
+    from keras_transformer.benchmarks import serving  # noqa: PLC0415
+    from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+
+    def figures(model_dir):
+        serving.serving_figures(model_dir, args.corpus, args.serving_sentences, batch_size=args.engines_batch,
+                                rounds=args.serving_rounds)
+
+    main_job_run = _main_job_run()
+    try:
+        if args.serving != main_job_run or RunDir(main_job_run).has_config():
+            figures(args.serving)
+            return 0
+        with tempfile.TemporaryDirectory() as directory:
+            print(f"serving: no run in {main_job_run} (the main job, `python scripts/train.py`); training "
+                  f"its first {args.serving_quick_steps} updates in {directory} to serve instead", flush=True)
+            figures(serving.quick_run(os.path.join(directory, "run"), args.serving_quick_steps))
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"benchmark.py: error: {error}\n")
+    return 0
+
+
+def _speed_main(parser, args):
+    """Training and decoding speed on random weights, and optionally training's start on large corpora."""
+    if args.streaming_pairs < 0:
+        parser.error(f"--streaming-pairs must be at least 0; got {args.streaming_pairs}.")
+    _check_at_least_one(parser, args, ("vocab_size", "batch_tokens", "length", "train_steps", "decode_batch",
+                                       "output_length", "engines_batch"))
     from keras_transformer.benchmarks import speed  # noqa: PLC0415
 
+    if args.steps_per_execution:
+        speed.steps_per_execution_figures(("small", "base"), args.vocab_size, args.batch_tokens, args.length,
+                                          args.train_steps, args.steps_per_execution)
+        return 0
     speed.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
-                            args.decode_batch, args.output_length, args.corpus, args.skip_training,
-                            args.engines_batch)
+                        args.decode_batch, args.output_length, args.corpus, args.skip_training,
+                        args.engines_batch)
     if args.streaming_pairs:
         from keras_transformer.benchmarks import streaming  # noqa: PLC0415
 
         streaming.streaming_figures(args.streaming_pairs)
     return 0
+
+
+def benchmark_main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.serving is not None:
+        return _serving_main(parser, args)
+    return _speed_main(parser, args)

@@ -17,7 +17,7 @@ def restored_translator(parser, args, **options):
     try:
         config, model, tokenizer = restore.restore(args.model_dir, args.weights, args.precision)
         return config, restore.make_translator(config.decoding, model, tokenizer, args.beam_size, args.alpha,
-                                               **options)
+                                               args.no_repeat_ngram_size, args.repetition_penalty, **options)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"{parser.prog}: error: {error}\n")
 
@@ -30,6 +30,12 @@ ALPHA_HELP = ("Length penalty exponent (default: the run's, 0.6). Our beam searc
 def decoding_flags(parser):
     parser.add_argument("--beam-size", type=int, default=None, help="Beam size (default: the run's, 4).")
     parser.add_argument("--alpha", type=float, default=None, help=ALPHA_HELP)
+    parser.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
+                        help="Decoding guard: no output repeats an n-gram of N pieces, as CTranslate2's "
+                        "no_repeat_ngram_size (default: the run's, 0 = off).")
+    parser.add_argument("--repetition-penalty", type=float, default=None, metavar="P",
+                        help="Decoding guard: divide the logits of pieces already in the output by P (multiply "
+                        "if negative), as CTranslate2's repetition_penalty (default: the run's, 1 = off).")
     parser.add_argument("--weights", default=None,
                         help="A .weights.h5 file to use instead of the run's chosen model (e.g. averaged).")
     precision_flag(parser)

@@ -1,9 +1,9 @@
 """`scripts/translate.py`, `scripts/evaluate.py` and `scripts/plot_attention.py`."""
 
-import os
 import sys
 
 from keras_transformer.cli.common import decoding_flags, make_parser, restored_translator
+from keras_transformer.run_dir import RunDir
 
 
 def _sampling_flags(parser):
@@ -74,7 +74,8 @@ def translate_main(argv=None):
 
     try:
         translate = loading.load_translate_function(args.model, args.beam_size, args.alpha, args.weights,
-                                                    args.threads, args.n_best, sampling, args.precision)
+                                                    args.threads, args.n_best, sampling, args.precision,
+                                                    args.no_repeat_ngram_size, args.repetition_penalty)
         lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="replace")
         with lines:
             sentences = [line.rstrip("\n") for line in lines]
@@ -85,7 +86,6 @@ def translate_main(argv=None):
             print(line)
         return 0
     for translation in loading.translate_lines(translate, sentences, args.batch_size):
-        translation = translation if isinstance(translation, str) else translation[0]
         # One line per input, even when a (sampled) translation holds a line break.
         print(translation.replace("\r", " ").replace("\n", " "))
     return 0
@@ -115,7 +115,7 @@ def evaluate_main(argv=None):
         sentences, references = sources.read_split(config.data, args.split, args.dataset, args.limit)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"evaluate.py: error: {error}\n")
-    output = args.output or os.path.join(args.model_dir, f"{args.split}.hypotheses.txt")
+    output = args.output or RunDir(args.model_dir).hypotheses_path(args.split)
     result = evaluation.evaluate(translator, sentences, references, output, args.batch_size)
     print(f"sacreBLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF      {result['chrf']:.2f}  ({result['chrf_signature']})")

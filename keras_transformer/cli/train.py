@@ -9,12 +9,13 @@ import typing
 from keras_transformer import config as run_config
 from keras_transformer.cli.common import make_parser
 from keras_transformer.modeling import presets
+from keras_transformer.modeling.precision import PRECISIONS
 
 
 # With --init-from these come from the run it names; a flag left out is absent from the parsed args.
 _INHERITED = run_config.INHERITED_BY_INIT_FROM
 _CHOICES = {"preset": sorted(presets.PRESETS), "strategy": run_config.STRATEGIES,
-            "precision": run_config.PRECISIONS}
+            "precision": PRECISIONS}
 
 
 def _flag(name):
@@ -84,14 +85,15 @@ def train_main(argv=None):
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     from keras_transformer.run_dir import RunDir  # noqa: PLC0415
-    from keras_transformer.training import recipe, trainer, vocabulary  # noqa: PLC0415
+    from keras_transformer.training import recipe, vocabulary  # noqa: PLC0415
 
     try:
         if inspect:
             from keras_transformer.data.summary import format_summary, summarize  # noqa: PLC0415
 
+            config = recipe.with_default_folders(config)
             run_dir = RunDir(config.model_dir)
-            trainer.prepare_run_dir(config, run_dir)  # the vocabulary it trains is kept for training
+            recipe.prepare_run_dir(config, run_dir)  # the vocabulary it trains is kept for training
             tokenizer = vocabulary.load_tokenizer(config.data, run_dir, config.init_from)
             print(format_summary(summarize(config.data, tokenizer)))
             return 0

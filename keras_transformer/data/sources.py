@@ -10,17 +10,31 @@ A dataset spec (`--dataset`) is one of:
 - `SOURCE_PATH,TARGET_PATH`: two line-aligned files.
 """
 
+import os
 import random
+import re
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from keras_transformer.config import is_local_dataset
 from keras_transformer.data import numerals_en_de  # registers the built-in tfds builder
 from keras_transformer.data.local_corpus import (HELD_OUT, ReadStats, open_corpus, pair_key, read_held_out,
                                                  reservoir_sample)
 
 DEFAULT_DATASET = numerals_en_de.NAME
+
+
+def is_local_dataset(spec):
+    """True for `PATH.tsv`, `SOURCE_PATH,TARGET_PATH` or an existing file; else a tfds name."""
+    return spec.endswith(".tsv") or "," in spec or os.path.exists(spec)
+
+
+def dataset_slug(spec):
+    """A folder name for a dataset spec: `wmt14_translate/de-en` ->
+    `wmt14_translate_de-en`, `data/corpus.tsv` -> `corpus`, `a.en,a.de` -> `a`."""
+    if is_local_dataset(spec):
+        spec = os.path.splitext(os.path.basename(spec.split(",")[0]))[0]
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec).strip("_.") or "dataset"
 
 
 def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, validation=None, test=None,

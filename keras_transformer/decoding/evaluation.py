@@ -41,7 +41,7 @@ def evaluate(translator, sentences, references, hypotheses_path=None, batch_size
 
     Returns the `score` dict plus "hypotheses" (list) and "hypotheses_path".
     """
-    hypotheses, _ = translator.translate(sentences, batch_size=batch_size)
+    hypotheses = translator.translate(sentences, batch_size=batch_size).best
     result = score(hypotheses, references)
     if hypotheses_path:
         os.makedirs(os.path.dirname(os.path.abspath(hypotheses_path)), exist_ok=True)

@@ -61,15 +61,22 @@ def restore_ensemble(model_dirs, weights=None, precision=None):
     return config, [model for _, model, _ in restored], tokenizer
 
 
-def make_translator(decoding, model, tokenizer, beam_size=None, alpha=None, **options):
+def make_translator(decoding, model, tokenizer, beam_size=None, alpha=None, no_repeat_ngram_size=None,
+                    repetition_penalty=None, **options):
     """A Translator with a run's decoding settings (a `config.DecodingSettings`;
-    beam size and alpha overridable); `options` (n_best, sampling, greedy) go
-    to `Translator`. `model` may be a list (an ensemble)."""
+    beam size, alpha and the guards overridable; None keeps the run's);
+    `options` (n_best, sampling, greedy) go to `Translator`. `model` may be a
+    list (an ensemble)."""
+    def given(value, default):
+        return default if value is None else value
+
     return Translator(
         model, tokenizer,
-        beam_size=decoding.beam_size if beam_size is None else beam_size,
-        alpha=decoding.alpha if alpha is None else alpha,
+        beam_size=given(beam_size, decoding.beam_size),
+        alpha=given(alpha, decoding.alpha),
         max_input_length=decoding.max_input_length,
         extra_length=decoding.extra_length,
+        no_repeat_ngram_size=given(no_repeat_ngram_size, decoding.no_repeat_ngram_size),
+        repetition_penalty=given(repetition_penalty, decoding.repetition_penalty),
         **options,
     )

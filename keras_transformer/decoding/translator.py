@@ -13,8 +13,13 @@ Defined results for awkward input (the same in Python and in serving):
 Each sentence is decoded independently of the others in its batch (padding
 is masked and every sentence has its own length limit).
 
-Notation: B sentences, S source pieces.
+Every result has one shape whatever the settings: N hypotheses per
+sentence, best first, N = `n_best` for beam search and 1 otherwise.
+
+Notation: B sentences, N hypotheses per sentence, S source pieces, L output pieces.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -22,6 +27,7 @@ import tensorflow as tf
 from keras_transformer.decoding import sampling as sampling_filters
 from keras_transformer.decoding import search
 from keras_transformer.decoding.batching import in_length_order
+from keras_transformer.decoding.guards import check_guards
 from keras_transformer.decoding.step import check_ensemble
 
 
@@ -35,8 +41,8 @@ class Translator(tf.Module):
         beam_size, alpha: beam search settings (paper: 4 and 0.6).
         max_input_length: longer inputs are truncated to this many pieces.
         extra_length: outputs have at most input length + this many pieces.
-        n_best: hypotheses per sentence (at most beam_size). With n_best > 1
-            translations and scores are (B, n_best), best first.
+        n_best: hypotheses per sentence (at most beam_size): the N of every
+            result, best first.
         sampling: None for beam search, or a dict with any of top_k, top_p,
             temperature and seed: random sampling (`search.sample_search`),
             one translation per sentence.
@@ -44,15 +50,19 @@ class Translator(tf.Module):
             it skips beam search's bookkeeping, so it is the cheap choice
             for scoring during training. Its translations equal beam 1's at
             alpha 0; its scores are summed log-probabilities, unnormalised.
+        no_repeat_ngram_size, repetition_penalty: the decoding guards
+            (`decoding.guards`, CTranslate2's meaning), for every search;
+            0 and 1.0 (the defaults) are off.
 
     `models` is always the list of members (one for a single model).
     """
 
     def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, max_input_length=256,
                  extra_length=search.DEFAULT_EXTRA_LENGTH, n_best=1, sampling=None, greedy=False,
-                 name="translator"):
+                 no_repeat_ngram_size=0, repetition_penalty=1.0, name="translator"):
         super().__init__(name=name)
         search.check_beam_settings(beam_size, n_best, alpha)
+        check_guards(no_repeat_ngram_size, repetition_penalty)
         if int(max_input_length) < 2:
             raise ValueError(f"max_input_length must be at least 2; got {max_input_length}.")
         if sampling is not None:
@@ -76,6 +86,8 @@ class Translator(tf.Module):
         self.n_best = int(n_best)
         self.sampling = sampling
         self.greedy = bool(greedy)
+        self.no_repeat_ngram_size = int(no_repeat_ngram_size)
+        self.repetition_penalty = float(repetition_penalty)
 
     @property
     def _model(self):
@@ -89,38 +101,31 @@ class Translator(tf.Module):
         return ids.to_tensor(shape=[None, None])
 
     def translate_ids(self, source_ids):
-        """(B, S) source ids -> (output ids ending in EOS then PAD, scores):
-        ((B, L), (B,)), or ((B, n_best, L), (B, n_best)) with n_best > 1."""
+        """(B, S) source ids -> `search.Hypotheses`: ids (B, N, L) ending in EOS
+        then PAD, and scores (B, N)."""
+        common = {"extra_length": self.extra_length, "no_repeat_ngram_size": self.no_repeat_ngram_size,
+                  "repetition_penalty": self.repetition_penalty}
         if self.sampling is not None:
             return search.sample_search_graph(
                 self._model, source_ids, self.sampling["seed"], self.sampling["top_k"], self.sampling["top_p"],
-                self.sampling["temperature"], extra_length=self.extra_length)
+                self.sampling["temperature"], **common)
         if self.greedy:
-            return search.greedy_search_graph(self._model, source_ids, extra_length=self.extra_length,
-                                              with_scores=True)
-        return search.beam_search_graph(
-            self._model, source_ids, self.beam_size, self.alpha, n_best=self.n_best, extra_length=self.extra_length
-        )
+            return search.greedy_search_graph(self._model, source_ids, **common)
+        return search.beam_search_graph(self._model, source_ids, self.beam_size, self.alpha, n_best=self.n_best,
+                                        **common)
 
     def translate_strings(self, sentences):
-        """(B,) strings -> (translations, float32 scores), (B,) each or (B, n_best). Runs in-graph."""
+        """(B,) strings -> (translations (B, N) strings, scores (B, N) float32). Runs in-graph."""
         sentences = tf.convert_to_tensor(sentences, tf.string)
-        blank = tf.equal(tf.strings.length(tf.strings.strip(sentences)), 0)  # (B,)
-        ids, scores = self.translate_ids(self.encode_sources(sentences))
-        if self.n_best > 1:
-            batch, length = tf.shape(ids)[0], tf.shape(ids)[2]
-            flat = self.tokenizer.detokenize(tf.reshape(ids, [-1, length]))  # (B*N,)
-            translations = tf.reshape(flat, [batch, self.n_best])  # (B, N)
-            blank = blank[:, None]
-        else:
-            translations = self.tokenizer.detokenize(ids)
-        translations = tf.where(blank, "", translations)
-        scores = tf.where(blank, 0.0, scores)
-        return translations, scores
+        blank = tf.equal(tf.strings.length(tf.strings.strip(sentences)), 0)[:, None]  # (B, 1)
+        ids, scores = self.translate_ids(self.encode_sources(sentences))  # (B, N, L), (B, N)
+        shape = tf.shape(ids)
+        flat = self.tokenizer.detokenize(tf.reshape(ids, [-1, shape[2]]))  # (B*N,)
+        translations = tf.reshape(flat, shape[:2])  # (B, N)
+        return tf.where(blank, "", translations), tf.where(blank, 0.0, scores)
 
     def translate(self, sentences, batch_size=64, progress=True):
-        """Translates a Python list of str; returns (list of str, np.ndarray of scores),
-        or with n_best > 1 (list of lists of str, (N, n_best) scores)."""
+        """Translates a Python list of str -> `Translations`."""
         return translate_in_batches(self.compiled(), sentences, batch_size, progress)
 
     def compiled(self):
@@ -132,16 +137,25 @@ class Translator(tf.Module):
         return self._function
 
 
+class Translations(NamedTuple):
+    """The translations of a list of sentences, in its order."""
+
+    texts: list  # one list of N str per sentence, best first
+    scores: np.ndarray  # (sentences, N) float32
+
+    @property
+    def best(self):
+        """The best translation of each sentence: a list of str."""
+        return [hypotheses[0] for hypotheses in self.texts]
+
+
 def translate_in_batches(function, sentences, batch_size=64, progress=True):
     """Runs `function((B,) tf.string) -> (translations, scores)` over a list of str.
 
-    `function` returns tensors or arrays: (B,) UTF-8 bytes and (B,) float
-    scores, or (B, N) of each for n-best lists.
-
-    Sentences are batched by length (fewer padded positions) and put back in
-    their original order (`batching.in_length_order`); a progress line goes
-    to stderr. Returns (list of str, (len,) float32 scores), or (list of
-    lists of str, (len, N) scores).
+    `function` returns tensors or arrays of (B, N) UTF-8 bytes and (B, N)
+    float scores. Sentences are batched by length (fewer padded positions)
+    and put back in their original order (`batching.in_length_order`); a
+    progress line goes to stderr. Returns `Translations`.
     """
     def run(batch):
         out, scores = function(tf.constant(batch, tf.string))
@@ -150,7 +164,6 @@ def translate_in_batches(function, sentences, batch_size=64, progress=True):
     sentences = list(sentences)
     results = in_length_order(run, sentences, [len(s) for s in sentences], batch_size,
                               "Translated {done}/{total} sentences" if progress else None)
-    # (B,) bytes, or with n-best (B, N)
-    translations = [text.decode("utf-8") if isinstance(text, bytes) else [t.decode("utf-8") for t in text]
-                    for text, _ in results]
-    return translations, np.array([score for _, score in results], np.float32)
+    texts = [[text.decode("utf-8") for text in hypotheses] for hypotheses, _ in results]
+    scores = np.array([scores for _, scores in results], np.float32)  # (sentences, N)
+    return Translations(texts, scores if texts else np.zeros((0, 1), np.float32))

@@ -18,6 +18,7 @@ import os
 
 import numpy as np
 
+from keras_transformer.decoding.guards import check_guards
 from keras_transformer.decoding.translator import translate_in_batches
 from keras_transformer.export.settings import VOCABULARY_FILENAME, read_settings
 
@@ -39,9 +40,13 @@ class CTranslate2Translator:
             type the weights were stored in.
         threads: CPU threads for one translation (0: CTranslate2's default).
         device: "cpu" or "cuda".
+        no_repeat_ngram_size, repetition_penalty: the decoding guards,
+            CTranslate2's own options (default: those stored at export; off
+            for exports that stored none).
     """
 
-    def __init__(self, path, beam_size=None, alpha=None, compute_type="default", threads=0, device="cpu"):
+    def __init__(self, path, beam_size=None, alpha=None, compute_type="default", threads=0, device="cpu",
+                 no_repeat_ngram_size=None, repetition_penalty=None):
         try:
             import ctranslate2  # noqa: PLC0415  (optional extra)
         except ImportError:
@@ -58,6 +63,11 @@ class CTranslate2Translator:
             raise ValueError(f"beam_size must be at least 1; got {self.beam_size}.")
         if self.alpha < 0:
             raise ValueError(f"alpha must be non-negative; got {self.alpha}.")
+        self.no_repeat_ngram_size = int(settings.get("no_repeat_ngram_size", 0) if no_repeat_ngram_size is None
+                                        else no_repeat_ngram_size)
+        self.repetition_penalty = float(settings.get("repetition_penalty", 1.0) if repetition_penalty is None
+                                        else repetition_penalty)
+        check_guards(self.no_repeat_ngram_size, self.repetition_penalty)
         self.max_input_length = int(settings["max_input_length"])
         self.extra_length = int(settings["extra_length"])
         self.max_positions = int(settings["max_positions"])
@@ -79,6 +89,7 @@ class CTranslate2Translator:
         results = self.translator.translate_batch(
             [pieces[i] for i in todo], beam_size=self.beam_size, length_penalty=self.alpha,
             max_decoding_length=limit, min_decoding_length=0, max_input_length=0, return_scores=True,
+            no_repeat_ngram_size=self.no_repeat_ngram_size, repetition_penalty=self.repetition_penalty,
         )
         for i, result in zip(todo, results):
             translations[i] = self.sentencepiece.decode_pieces(result.hypotheses[0])
@@ -86,12 +97,12 @@ class CTranslate2Translator:
         return translations, scores
 
     def __call__(self, sentences):
-        """(B,) tf.string or bytes -> (B,) UTF-8 bytes and (B,) scores, as `translate_in_batches` expects."""
+        """(B,) tf.string or bytes -> (B, 1) UTF-8 bytes and (B, 1) scores, as `translate_in_batches` expects."""
         texts = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s for s in np.asarray(sentences).tolist()]
         translations, scores = self.translate_batch(texts)
-        return np.array([t.encode("utf-8") for t in translations], dtype=object), scores
+        return np.array([[t.encode("utf-8")] for t in translations], dtype=object), scores[:, None]
 
     def translate(self, sentences, batch_size=64, progress=True):
         """Translates a list of str in length-sorted batches, as `Translator.translate` does;
-        returns (list of str, np.ndarray of scores)."""
+        returns `Translations` (one hypothesis per sentence)."""
         return translate_in_batches(self, sentences, batch_size, progress)

@@ -23,15 +23,19 @@ def find_saved_model(path):
 
 
 def load_translate_function(path, beam_size=None, alpha=None, weights=None, threads=0, n_best=1, sampling=None,
-                            precision=None):
-    """A function (B,) tf.string -> (translations, scores) for a model directory, a
-    SavedModel or a CTranslate2 directory (`threads`: its CPU threads, 0 = its default).
+                            precision=None, no_repeat_ngram_size=None, repetition_penalty=None):
+    """A function (B,) tf.string -> (translations (B, N), scores (B, N)) for a
+    model directory, a SavedModel or a CTranslate2 directory (`threads`: its
+    CPU threads, 0 = its default), as `translate_in_batches` takes it.
 
-    `path` may be a list of training directories: an ensemble. `n_best` > 1
-    makes translations and scores (B, n_best); `sampling` (a dict, see
+    `path` may be a list of training directories: an ensemble. `n_best` is
+    N (1 for exports); `sampling` (a dict, see
     `Translator`) samples instead of beam search; `precision` builds a
     training run's model in another dtype policy than the one it trained
     in. Ensembles, n-best, sampling and precision need training directories.
+    `no_repeat_ngram_size` and `repetition_penalty` (the decoding guards;
+    None: the run's or the export's) apply to training directories and
+    CTranslate2 models; a SavedModel's were fixed at export.
     """
     paths = [path] if isinstance(path, str) else list(path)
     for one in paths:
@@ -48,30 +52,32 @@ def load_translate_function(path, beam_size=None, alpha=None, weights=None, thre
         if weights is not None:
             raise ValueError(f"{path!r} is a CTranslate2 model: its weights were fixed at export; "
                              "--weights applies to training model directories.")
-        return CTranslate2Translator(path, beam_size, alpha, threads=threads)
+        return CTranslate2Translator(path, beam_size, alpha, threads=threads,
+                                     no_repeat_ngram_size=no_repeat_ngram_size,
+                                     repetition_penalty=repetition_penalty)
     saved_model = find_saved_model(path)
     if saved_model is not None:
-        if beam_size is not None or alpha is not None or weights is not None:
+        if any(value is not None for value in (beam_size, alpha, weights, no_repeat_ngram_size, repetition_penalty)):
             raise ValueError(
-                f"{path!r} is an exported SavedModel: its beam size, alpha and weights were fixed at export; "
-                "pass a training model directory to change them."
+                f"{path!r} is an exported SavedModel: its beam size, alpha, decoding guards and weights were fixed "
+                "at export; pass a training model directory to change them."
             )
         signature = tf.saved_model.load(saved_model).signatures["serving_default"]
 
-        def translate(sentences):
+        def translate(sentences):  # a 1-best export answers [B], an n-best one [B, N]: both as (B, N)
             outputs = signature(sentences=sentences)
-            return outputs["translations"], outputs["scores"]
+            batch = tf.shape(outputs["scores"])[0]
+            return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
 
         return translate
     config, models, tokenizer = restore.restore_ensemble(paths, weights, precision)
-    return restore.make_translator(config.decoding, models, tokenizer, beam_size, alpha, n_best=n_best,
-                                   sampling=sampling).compiled()
+    return restore.make_translator(config.decoding, models, tokenizer, beam_size, alpha, no_repeat_ngram_size,
+                                   repetition_penalty, n_best=n_best, sampling=sampling).compiled()
 
 
 def translate_lines(translate, sentences, batch_size=32):
-    """Translations of a list of str, in order (lists of n-best strings with n-best)."""
-    translations, _ = translate_in_batches(translate, sentences, batch_size)
-    return translations
+    """The best translation of each of a list of str, in order."""
+    return translate_in_batches(translate, sentences, batch_size).best
 
 
 def n_best_lines(translate, sentences, batch_size=32):
@@ -80,8 +86,6 @@ def n_best_lines(translate, sentences, batch_size=32):
     translation replaced by spaces. Works for one hypothesis per sentence too."""
     translations, scores = translate_in_batches(translate, sentences, batch_size)
     for index, (hypotheses, hypothesis_scores) in enumerate(zip(translations, scores)):
-        if isinstance(hypotheses, str):
-            hypotheses, hypothesis_scores = [hypotheses], [hypothesis_scores]
         for rank, (text, score) in enumerate(zip(hypotheses, hypothesis_scores)):
             clean = text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
             yield f"{index}\t{rank}\t{float(score):.6f}\t{clean}"

@@ -46,12 +46,20 @@ def export_translator(translator, base):
         archive.track(model)
     archive.track(translator.tokenizer)
 
+    # The signatures' contract: a 1-best export answers one translation per
+    # sentence ([B]), an n-best export N of them ([B, N]).
+    one_best = translator.n_best == 1
+
     def serve(sentences):
-        translations, scores = translator.translate_strings(sentences)
+        translations, scores = translator.translate_strings(sentences)  # (B, N) each
+        if one_best:
+            translations, scores = translations[:, 0], scores[:, 0]
         return {"translations": translations, "scores": scores}
 
     def serve_ids(source_ids):
-        ids, scores = translator.translate_ids(source_ids)
+        ids, scores = translator.translate_ids(source_ids)  # (B, N, L), (B, N)
+        if one_best:
+            ids, scores = ids[:, 0], scores[:, 0]
         return {"ids": ids, "scores": scores}
 
     archive.add_endpoint(
@@ -61,11 +69,15 @@ def export_translator(translator, base):
         "translate_ids", serve_ids, input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")]
     )
     tmp = path + ".partial"
-    archive.write_out(tmp, verbose=False)
-    # ExportArchive keeps only TrackableResources of tracked objects, so the
-    # model file is copied in by hand; the graph itself embeds the same bytes.
-    os.makedirs(os.path.join(tmp, "assets"), exist_ok=True)
-    shutil.copyfile(translator.tokenizer.model_path, os.path.join(tmp, "assets", VOCABULARY_FILENAME))
-    write_settings(os.path.join(tmp, "assets"), translator_settings(translator))
+    try:
+        archive.write_out(tmp, verbose=False)
+        # ExportArchive keeps only TrackableResources of tracked objects, so the
+        # model file is copied in by hand; the graph itself embeds the same bytes.
+        os.makedirs(os.path.join(tmp, "assets"), exist_ok=True)
+        shutil.copyfile(translator.tokenizer.model_path, os.path.join(tmp, "assets", VOCABULARY_FILENAME))
+        write_settings(os.path.join(tmp, "assets"), translator_settings(translator))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed export leaves nothing behind
+        raise
     os.replace(tmp, path)  # a killed export never leaves a half-written version for the server
     return path

@@ -19,7 +19,8 @@ def translator_settings(translator):
     policy = translator.models[0].dtype_policy.name
     return {"beam_size": translator.beam_size, "alpha": translator.alpha, "n_best": translator.n_best,
             "max_input_length": translator.max_input_length, "extra_length": translator.extra_length,
-            "precision": policy}
+            "no_repeat_ngram_size": translator.no_repeat_ngram_size,
+            "repetition_penalty": translator.repetition_penalty, "precision": policy}
 
 
 def write_settings(directory, settings):

@@ -144,9 +144,9 @@ class Transformer(keras.Model):
         x = self.source_embedding(source_ids)  # (B, S, D)
         return self.encoder(x, attention_mask=masks.key_padding_mask(source_ids), training=training)
 
-    def init_cache(self, encoder_output, max_length):
-        """The decoder cache for `max_length` output positions (see layers.decoder)."""
-        return self.decoder.init_cache(encoder_output, max_length)
+    def init_cache(self, encoder_output):
+        """An empty decoder cache for `decode_next` (see layers.decoder)."""
+        return self.decoder.init_cache(encoder_output)
 
     def decode(self, target_ids, encoder_output, source_ids, training=None):
         """Next-token logits (B, T, V) float32 for the whole (B, T) prefix `target_ids`."""
@@ -157,26 +157,12 @@ class Transformer(keras.Model):
                               training=training)  # (B, T, D)
         return self._logits(hidden)
 
-    def decode_step(self, target_ids, encoder_output, source_ids, cache, cache_update_index, training=None):
-        """(logits (B, T, V) float32, updated cache) for the tokens `target_ids`
-        (B, T) at positions `cache_update_index ...` (usually one), with the
-        cache from `init_cache`."""
-        self.build()
-        del encoder_output  # projected into the cache's cross-attention entries by init_cache
-        x = self.target_embedding(target_ids, start_index=cache_update_index)  # (B, T, D)
-        cache_length = ops.shape(cache[0]["self"][0])[2]
-        self_mask = masks.causal_mask(ops.shape(target_ids)[1], cache_length, offset=cache_update_index)  # (1, T, L)
-        hidden, cache = self.decoder.decode_step(x, cache, cache_update_index, self_attention_mask=self_mask,
-                                                 cross_attention_mask=masks.key_padding_mask(source_ids),
-                                                 training=training)  # (B, T, D)
-        return self._logits(hidden), cache
-
     def decode_next(self, target_ids, source_ids, cache, training=None, output_matrix=None):
         """(logits (B, T, V) float32, cache grown by T) for the tokens `target_ids`
-        (B, T) that follow those in a growing cache (`init_cache(encoder_output,
-        0)`): its self-attention entries hold exactly the positions decoded so
-        far, so each step attends over the output so far, not over the longest
-        possible output. Same results as `decode_step` within float rounding.
+        (B, T) that follow those in the cache (from `init_cache(encoder_output)`):
+        its self-attention entries hold exactly the positions decoded so far,
+        so each step attends over the output so far. Same results as `decode`
+        over the whole prefix within float rounding.
 
         output_matrix: `output_matrix()`, read once by a decoding loop, so that
         its steps do not cast and transpose the (V, D) embedding every time."""

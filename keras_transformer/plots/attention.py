@@ -21,8 +21,8 @@ def cross_attention(translator, sentence):
         raise ValueError(f"Attention is plotted for one model; got an ensemble of {len(translator.models)}. "
                          "Pass one model directory.")
     source_ids = translator.encode_sources(tf.constant([sentence]))  # (1, S)
-    output_ids, _ = translator.translate_ids(source_ids)  # (1, L)
-    output = [int(i) for i in output_ids[0].numpy() if i != PAD_ID]
+    output_ids, _ = translator.translate_ids(source_ids)  # (1, N, L)
+    output = [int(i) for i in output_ids[0, 0].numpy() if i != PAD_ID]
     if EOS_ID in output:
         output = output[: output.index(EOS_ID) + 1]
     target_in = tf.constant([[BOS_ID] + output[:-1]], tf.int32)  # (1, T)

@@ -3,7 +3,7 @@
 After every checkpoint interval (one Keras epoch) it translates validation
 sentences with the package's one `decoding.Translator` (greedy or beam
 search, as the export would) and scores them with sacreBLEU and chrF
-(`decoding.evaluation.score`). The scores go into the epoch's logs as `val_bleu`
+(`decoding.evaluation.score`). The scores go into the interval's logs as `val_bleu`
 and `val_chrf`, so the progress bar, the History and TensorBoard show them;
 it must therefore come before those callbacks that read the logs.
 
@@ -34,25 +34,27 @@ from keras_transformer.files import atomic_path
 def read_state(run_dir):
     """{"scores": {interval: {"val_bleu", "val_chrf", "updates", "seconds"}}, "best_epoch": int | None}
     of a run (empty when nothing was scored yet). Intervals count from 0;
-    "seconds" are training seconds (validation included) since the run
-    began, resumed runs continuing their count."""
+    "best_epoch" is the best interval (the record's key keeps the name Keras
+    gives an interval, so that older run folders read the same); "seconds"
+    are training seconds (validation included) since the run began, resumed
+    runs continuing their count."""
     state = run_dir.read_validation_state()
     if state is None:
         return {"scores": {}, "best_epoch": None}
-    state["scores"] = {int(epoch): scores for epoch, scores in state["scores"].items()}
+    state["scores"] = {int(interval): scores for interval, scores in state["scores"].items()}
     return state
 
 
 def progress(scores):
-    """(best_epoch, intervals since it) over {epoch: {"val_bleu": ...}}; the
-    first of equal best scores counts. (None, 0) for no scores."""
+    """(best interval, intervals since it) over {interval: {"val_bleu": ...}};
+    the first of equal best scores counts. (None, 0) for no scores."""
     best = None
-    for epoch in sorted(scores):
-        if best is None or scores[epoch]["val_bleu"] > scores[best]["val_bleu"]:
-            best = epoch
+    for interval in sorted(scores):
+        if best is None or scores[interval]["val_bleu"] > scores[best]["val_bleu"]:
+            best = interval
     if best is None:
         return None, 0
-    return best, sum(1 for epoch in scores if epoch > best)
+    return best, sum(1 for interval in scores if interval > best)
 
 
 def stopped_early(run_dir, patience):
@@ -61,21 +63,23 @@ def stopped_early(run_dir, patience):
 
 
 class BleuValidation(keras.callbacks.Callback):
-    """Scores validation translations after every epoch; keeps the best weights; stops early.
+    """Scores validation translations after every checkpoint interval; keeps the best weights; stops early.
+
+    Keras calls an interval an epoch: `on_epoch_end(epoch)` ends interval `epoch`.
 
     Args:
         run_dir: the `run_dir.RunDir` (of this worker) that names the best
             weights and the validation record.
         sentences, references: validation sources and references (lists of str).
         translate: a function list of str -> list of str, called with the
-            model's current weights (e.g. a `decoding.Translator`'s
-            `translate_texts`).
-        patience: stop after this many epochs without a better val_bleu (0: never).
-        updates_per_epoch: optimizer updates in one epoch, recorded with the
+            model's current weights (e.g. `lambda texts:
+            translator.translate(texts).best` of a `decoding.Translator`).
+        patience: stop after this many intervals without a better val_bleu (0: never).
+        updates_per_interval: optimizer updates in one interval, recorded with the
             scores (with the training seconds so far) for plotting.
     """
 
-    def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_epoch=1):
+    def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_interval=1):
         super().__init__()
         if len(sentences) != len(references):
             raise ValueError(f"{len(sentences)} validation sentences but {len(references)} references.")
@@ -84,13 +88,13 @@ class BleuValidation(keras.callbacks.Callback):
         self.sentences, self.references = list(sentences), list(references)
         self.translate = translate
         self.patience = int(patience)
-        self.updates_per_epoch = int(updates_per_epoch)
+        self.updates_per_interval = int(updates_per_interval)
         self.state = None
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.state is not None:
             return
-        # First epoch of this process: a fresh run (epoch 0) or a resumed one.
+        # First interval of this process: a fresh run (interval 0) or a resumed one.
         state = read_state(self.run_dir)
         recorded_best = state["best_epoch"]
         state["scores"] = {e: s for e, s in state["scores"].items() if e < epoch}
@@ -113,18 +117,18 @@ class BleuValidation(keras.callbacks.Callback):
         figures = {"val_bleu": scores["bleu"], "val_chrf": scores["chrf"]}
         if logs is not None:
             logs.update(figures)
-        figures.update(updates=(epoch + 1) * self.updates_per_epoch,
+        figures.update(updates=(epoch + 1) * self.updates_per_interval,
                        seconds=self._seconds_before + time.perf_counter() - self._start)
         self.state["scores"][epoch] = figures
-        best_epoch, waited = progress(self.state["scores"])
-        if best_epoch == epoch:
+        best, waited = progress(self.state["scores"])
+        if best == epoch:
             with atomic_path(self.run_dir.best_weights_path) as tmp:
                 self.model.save_weights(tmp)
-        self.state["best_epoch"] = best_epoch
+        self.state["best_epoch"] = best
         self._write_state()
         if self.patience and waited >= self.patience:
             print(f"\nEarly stopping: val_bleu has not improved for {waited} intervals "
-                  f"(best {self.state['scores'][best_epoch]['val_bleu']:.2f} after interval {best_epoch + 1}).",
+                  f"(best {self.state['scores'][best]['val_bleu']:.2f} after interval {best + 1}).",
                   flush=True)
             self.model.stop_training = True
 

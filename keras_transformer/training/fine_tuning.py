@@ -38,12 +38,13 @@ def inherit(values, run_dir, given):
     return {**values, **{name: getattr(source, name) for name in INHERITED}}
 
 
-def check_compatible(config):
-    """Raises ValueError if `config` (a whole RunConfig: the recipe's check) contradicts the run it starts from."""
-    inherit({name: getattr(config, name) for name in INHERITED}, config.init_from, INHERITED)
-    initial_weights(config.init_from)  # raises if the run has no weights
-    if os.path.abspath(config.init_from) == os.path.abspath(config.model_dir):
-        raise ValueError(f"--init-from and --model-dir are the same folder ({config.model_dir!r}); "
+def check_compatible(init_from, model_dir, inherited):
+    """Raises ValueError if a run in `model_dir` with the `inherited` settings
+    ({name: value} of INHERITED) cannot start from the run in `init_from`."""
+    inherit(inherited, init_from, INHERITED)
+    initial_weights(init_from)  # raises if the run has no weights
+    if os.path.abspath(init_from) == os.path.abspath(model_dir):
+        raise ValueError(f"--init-from and --model-dir are the same folder ({model_dir!r}); "
                          "a fine-tuning run needs a model directory of its own.")
 
 

@@ -44,9 +44,10 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
 
 
-def paper_adam(schedule):
-    """Adam with the paper's beta_1=0.9, beta_2=0.98, epsilon=1e-9."""
-    return keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+def paper_adam(schedule, **kwargs):
+    """Adam with the paper's beta_1=0.9, beta_2=0.98, epsilon=1e-9; `kwargs`
+    go to `keras.optimizers.Adam` (e.g. gradient accumulation)."""
+    return keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9, **kwargs)
 
 
 class _WrapsSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -150,7 +151,5 @@ def make_schedule(d_model, training):
 
 def make_optimizer(d_model, training):
     """Adam(0.9, 0.98, 1e-9) on `make_schedule`, accumulating `training.grad_accum` batches per update."""
-    return keras.optimizers.Adam(
-        make_schedule(d_model, training), beta_1=0.9, beta_2=0.98, epsilon=1e-9,
-        gradient_accumulation_steps=training.grad_accum if training.grad_accum > 1 else None,
-    )
+    return paper_adam(make_schedule(d_model, training),
+                      gradient_accumulation_steps=training.grad_accum if training.grad_accum > 1 else None)

@@ -1,5 +1,9 @@
 """The end-to-end recipe that `scripts/train.py` runs: train, choose the model, test, export.
 
+It is, with the CLI, the one reader of the whole `RunConfig`: it fills in
+the default folders, resolves the precision, records the run in its folder
+(`start_run`) and hands each component its section.
+
 `train_and_evaluate(config)` is the paper's whole procedure as one command:
 1. train (or resume) with `trainer.train`, scoring validation BLEU after
    every checkpoint interval and keeping the best checkpoint;
@@ -11,14 +15,80 @@
 4. export it as a SavedModel for TF Serving.
 """
 
+import dataclasses
 import time
 
+from keras_transformer.config import INHERITED_BY_INIT_FROM
 from keras_transformer.data import sources
 from keras_transformer.decoding import evaluation
 from keras_transformer.decoding.restore import make_translator
 from keras_transformer.export import saved_model
-from keras_transformer.run_dir import RunDir
-from keras_transformer.training import distribution, model_choice, trainer
+from keras_transformer.modeling import presets
+from keras_transformer.modeling.precision import resolve_precision
+from keras_transformer.run_dir import RunDir, default_export_dir, default_model_dir
+from keras_transformer.training import distribution, fine_tuning, model_choice, trainer
+
+
+def with_default_folders(config):
+    """`config` with its unset folders filled in: runs/<dataset>-<preset> and
+    saved_models/<dataset>, so that a run on another corpus or preset never
+    resumes (or overwrites) the main job's. An empty export_dir stays empty
+    (no export)."""
+    slug = sources.dataset_slug(config.dataset)
+    return dataclasses.replace(
+        config,
+        model_dir=default_model_dir(slug, config.preset) if config.model_dir is None else config.model_dir,
+        export_dir=default_export_dir(slug) if config.export_dir is None else config.export_dir)
+
+
+def resolved_precision(config, run_dir):
+    """The dtype policy the run computes in: an explicit --precision, else the
+    one a run being resumed recorded (so that "auto" never changes a run's
+    policy on other hardware), else this machine's choice for "auto"."""
+    if config.precision == "auto" and run_dir.has_config():
+        recorded = run_dir.load_config().precision
+        if recorded != "auto":
+            return recorded
+    return resolve_precision(config.precision)
+
+
+def prepare_run_dir(config, run_dir):
+    """Creates the run's folder and records `config` in it. A folder that
+    already holds a run must hold one this config can resume
+    (`RunConfig.check_resumes`); otherwise this raises ValueError and
+    touches nothing. `config.precision` must already be resolved."""
+    if run_dir.has_config():
+        config.check_resumes(run_dir.load_config())
+    run_dir.save_config(config)
+
+
+def start_run(config):
+    """Checks `config`, fills in its folders and precision, builds the
+    strategy and records the run in this worker's folder. Returns (config,
+    strategy, run_dir)."""
+    config = with_default_folders(config)
+    presets.get_preset(config.preset)  # raises on unknown names, before any work
+    auto = config.precision == "auto"
+    config = dataclasses.replace(config, precision=resolved_precision(config, RunDir(config.model_dir)))
+    print(f"Precision: {config.precision}" + (" (auto)" if auto else ""), flush=True)
+    strategy = distribution.make_strategy(config.training.strategy)
+    print(f"Strategy: {config.strategy}, {strategy.num_replicas_in_sync} replica(s) in sync", flush=True)
+    run_dir = distribution.worker_run_dir(RunDir(config.model_dir), strategy)
+    if config.init_from:
+        fine_tuning.check_compatible(config.init_from, config.model_dir,
+                                     {name: getattr(config, name) for name in INHERITED_BY_INIT_FROM})
+    prepare_run_dir(config, run_dir)
+    return config, strategy, run_dir
+
+
+def train(config, verbose="auto"):
+    """Runs (or resumes) the training part of the run: `start_run`, then
+    `trainer.train` with each section. Returns (config as recorded, model,
+    tokenizer, strategy, history)."""
+    config, strategy, run_dir = start_run(config)
+    model, tokenizer, history = trainer.train(config.data, config.model, config.training, config.bleu_validation,
+                                              config.decoding, run_dir, strategy, verbose)
+    return config, model, tokenizer, strategy, history
 
 
 def _print_scores(label, scores):
@@ -31,7 +101,7 @@ def train_and_evaluate(config, examples=5):
     path and the export path. `config` is the whole `RunConfig`; each step
     gets its section."""
     start = time.perf_counter()
-    model, tokenizer, strategy, _ = trainer.train(config)
+    config, model, tokenizer, strategy, _ = train(config)
     is_chief, _ = distribution.worker_role(strategy)
     result = {"train_seconds": time.perf_counter() - start}
     if not is_chief:
@@ -40,7 +110,7 @@ def train_and_evaluate(config, examples=5):
     translator = make_translator(config.decoding, model, tokenizer)
 
     def translate(sentences):  # with a progress line on stderr: three candidates can take minutes
-        return translator.translate(sentences)[0]
+        return translator.translate(sentences).best
 
     sentences, references = sources.read_split(data, "validation", limit=config.bleu_sentences or None)
     print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {config.beam_size}):")

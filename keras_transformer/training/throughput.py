@@ -9,9 +9,15 @@ class Throughput(keras.callbacks.Callback):
     """Adds `tokens_per_sec` (non-padding target tokens) and `sec_per_step` to the logs.
 
     It reads the token count that `MaskedAccuracy` keeps, so it costs no extra
-    metric, and reads it (a device-to-host copy) only on the batches where it
-    reports: the first of each epoch, then every `every` batches. Keras'
-    progress bar, which runs after it, shows both.
+    metric, and works the figures out only on the batches where it reports:
+    the first of each epoch, then every `every` batches. Keras' progress
+    bar, which runs after it, shows both.
+
+    That does not save a device-to-host copy per batch: on the TensorFlow
+    backend Keras 3.15 converts every batch's logs to Python numbers
+    whatever the callbacks do (`IS_THREAD_SAFE = False` turns its
+    asynchronous callback dispatch off). Keras' lever against that sync is
+    `steps_per_execution`, several updates per call into the graph.
     """
 
     def __init__(self, accuracy_metric, every=10):

@@ -1,7 +1,7 @@
 """The paper's training recipe (section 5) as a resumable `model.fit` run.
 
-`train(...)` builds the strategy, the shared vocabulary, the data, the
-model and the callbacks, and runs `fit`. One Keras epoch is one checkpoint
+`train(...)` builds the shared vocabulary, the data, the model and the
+callbacks, and runs `fit` under the strategy it is given. One Keras epoch is one checkpoint
 interval (`TrainingSettings.interval` updates), so every epoch ends with a
 validation pass (loss, and BLEU: `bleu_validation.BleuValidation`), a kept
 checkpoint and a backup; a run killed at any point and started again with
@@ -13,16 +13,12 @@ Each function takes the settings sections it uses (`config.DataSettings`,
 `DecodingSettings`) and the run folder (`run_dir.RunDir`).
 """
 
-import dataclasses
-
 import keras
 
 from keras_transformer.data import pipeline, sources
-from keras_transformer.decoding.translator import Translator
-from keras_transformer.modeling.precision import resolve_precision
+from keras_transformer.decoding.restore import make_translator
 from keras_transformer.modeling.transformer import build_transformer
-from keras_transformer.run_dir import RunDir
-from keras_transformer.training import bleu_validation, checkpoints, distribution, fine_tuning
+from keras_transformer.training import bleu_validation, checkpoints, fine_tuning
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.optimization import make_optimizer
@@ -51,12 +47,11 @@ def make_callbacks(run_dir, data, training, validation, decoding, accuracy_metri
     if validation.bleu_sentences:
         sentences, references = sources.read_split(data, "validation", limit=validation.bleu_sentences)
         # The one Translator, greedy at beam 1 (cheap), as the export would translate otherwise.
-        translator = Translator(model, tokenizer, beam_size=validation.bleu_beam_size, alpha=decoding.alpha,
-                                max_input_length=decoding.max_input_length, extra_length=decoding.extra_length,
-                                greedy=validation.bleu_beam_size == 1)
+        translator = make_translator(decoding, model, tokenizer, beam_size=validation.bleu_beam_size,
+                                     greedy=validation.bleu_beam_size == 1)
         callbacks.append(bleu_validation.BleuValidation(
-            run_dir, sentences, references, lambda texts: translator.translate(texts, progress=False)[0],
-            patience=validation.early_stopping, updates_per_epoch=training.interval))
+            run_dir, sentences, references, lambda texts: translator.translate(texts, progress=False).best,
+            patience=validation.early_stopping, updates_per_interval=training.interval))
     return callbacks + [
         # delete_checkpoint=False: the backup also lets a finished run be re-run as a no-op.
         keras.callbacks.BackupAndRestore(run_dir.backup_dir, delete_checkpoint=False),
@@ -75,40 +70,21 @@ def describe_training_data(data, stats):
             f"removed as copies of validation/test pairs: {stats.held_out_duplicates:,}")
 
 
-def prepare_run_dir(config, run_dir):
-    """Creates the run's folder and records `config` in it. A folder that
-    already holds a run must hold one this config can resume
-    (`RunConfig.check_resumes`); otherwise this raises ValueError and
-    touches nothing. `config.precision` must already be resolved."""
-    if run_dir.has_config():
-        config.check_resumes(run_dir.load_config())
-    run_dir.save_config(config)
+def train(data, model_settings, training, validation, decoding, run_dir, strategy, verbose="auto"):
+    """Runs (or resumes) training in `run_dir` (this worker's `RunDir`, which
+    already records the run: `recipe.start_run`) under `strategy`. Returns
+    (model, tokenizer, history).
 
-
-def train(config, verbose="auto"):
-    """Runs (or resumes) training. Returns (model, tokenizer, strategy, history).
-
-    `config` is the whole `RunConfig`: this function hands each part of the
-    set-up its section. The precision "auto" is resolved here, on the
-    machine that trains, and recorded in the run folder.
+    Takes the sections it uses: `config.DataSettings`, `ModelSettings` (its
+    precision already resolved), `TrainingSettings`, `ValidationSettings`
+    and `DecodingSettings` (the validation decoding's lengths and alpha).
     """
-    training = config.training
     if training.steps % training.interval:
         raise ValueError(
             f"steps must be a multiple of checkpoint_every; got steps={training.steps}, "
             f"checkpoint_every={training.checkpoint_every}."
         )
     keras.utils.set_random_seed(training.seed)
-    precision = resolve_precision(config.precision)
-    print(f"Precision: {precision}" + (" (auto)" if config.precision == "auto" else ""), flush=True)
-    config = dataclasses.replace(config, precision=precision)
-    strategy = distribution.make_strategy(training.strategy)
-    print(f"Strategy: {training.strategy}, {strategy.num_replicas_in_sync} replica(s) in sync", flush=True)
-    run_dir = distribution.worker_run_dir(RunDir(config.model_dir), strategy)
-    if training.init_from:
-        fine_tuning.check_compatible(config)
-    prepare_run_dir(config, run_dir)
-    data = config.data
     tokenizer = load_tokenizer(data, run_dir, training.init_from)
 
     _, train_stats = sources.load_split(data, "train")  # a local corpus is scanned here, once
@@ -122,7 +98,6 @@ def train(config, verbose="auto"):
         validation_pairs, tokenizer, data.batch_tokens, data.max_length, training=False
     )
 
-    model_settings = config.model
     with strategy.scope():
         accuracy = MaskedAccuracy()
         model = build_transformer(model_settings.preset, tokenizer.vocab_size, model_settings.precision,
@@ -131,17 +106,16 @@ def train(config, verbose="auto"):
             model.load_weights(fine_tuning.initial_weights(training.init_from))
         compile_model(model, training, [accuracy])
 
-    if bleu_validation.stopped_early(run_dir, config.early_stopping):
+    if bleu_validation.stopped_early(run_dir, validation.early_stopping):
         print(f"The run in {run_dir.path!r} already stopped early; nothing to train.", flush=True)
         model.load_weights(run_dir.checkpoints()[-1])
-        return model, tokenizer, strategy, None
+        return model, tokenizer, None
     history = model.fit(
         train_batches,
         epochs=training.steps // training.interval,
         steps_per_epoch=training.interval * training.grad_accum,
         validation_data=validation_batches,
-        callbacks=make_callbacks(run_dir, data, training, config.bleu_validation, config.decoding, accuracy,
-                                 model, tokenizer),
+        callbacks=make_callbacks(run_dir, data, training, validation, decoding, accuracy, model, tokenizer),
         verbose=verbose,
     )
-    return model, tokenizer, strategy, history
+    return model, tokenizer, history

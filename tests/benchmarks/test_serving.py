@@ -47,7 +47,6 @@ def test_the_serving_flags_are_checked(capsys, tmp_path):
 @pytest.mark.slow
 def test_without_the_main_job_its_first_updates_are_trained_and_served(capsys, tmp_path, monkeypatch):
     from keras_transformer import cli
-    from keras_transformer.config import RunConfig
     from keras_transformer.modeling.precision import resolve_precision
 
     monkeypatch.chdir(tmp_path)  # no runs/numerals_en_de-small here
@@ -57,7 +56,7 @@ def test_without_the_main_job_its_first_updates_are_trained_and_served(capsys, t
     assert code == 0, err
     lines = out.splitlines()
     notice, header = [line for line in lines if line.startswith("serving: ")]  # training prints between them
-    assert notice.startswith(f"serving: no run in {RunConfig().model_dir} ") and "its first 1 updates in " in notice
+    assert notice.startswith("serving: no run in runs/numerals_en_de-small ") and "its first 1 updates in " in notice
     # The stand-in is the main job's model (small preset, its precision), served on its own test split.
     assert f"(small, {resolve_precision('auto')}), 2 sentences of its test split" in header
     assert "  Translator translates 2/2 sentences as the SavedModel does" in lines

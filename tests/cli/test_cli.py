@@ -25,7 +25,7 @@ def script(name, *args, stdin=None):
 
 
 def test_translate_reads_stdin_or_a_file_from_a_model_dir_or_a_saved_model(tiny_run_dir, translator, tmp_path):
-    expected, _ = translator.translate(SENTENCES, progress=False)
+    expected = translator.translate(SENTENCES, progress=False).best
     from_dir = script("translate", "--model", tiny_run_dir, stdin="\n".join(SENTENCES) + "\n")
     assert from_dir.returncode == 0, from_dir.stderr[-2000:]
     assert from_dir.stdout.split("\n")[:3] == expected
@@ -239,6 +239,7 @@ def test_score_prints_beam_search_scores_of_its_own_translations(trained_tiny_ru
     sources = [source for source, _ in test[100:150]
                if len(tokenizer.tokenize(tf.constant([source]))[0]) < config.max_length - 1][:20]
     translations, scores = restore.make_translator(config.decoding, model, tokenizer).translate(sources, progress=False)
+    translations, scores = [t[0] for t in translations], scores[:, 0]
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(f"{s}\t{t}\n" for s, t in zip(sources, translations)), encoding="utf-8")
     code, out, err = run_entry_point(cli.score_main, ["--model-dir", trained_tiny_run, "--input", str(pairs),
@@ -300,3 +301,29 @@ def test_precision_is_a_choice_for_training_directories_only(tiny_run_dir, train
     code, _, err = run_entry_point(cli.translate_main, ["--model", out.strip(), "--precision", "float32"], capsys,
                                    "x\n", monkeypatch)
     assert code == 1 and "its precision was fixed at export" in err
+
+
+def test_translate_and_evaluate_take_the_decoding_guards(tiny_run_dir, capsys, monkeypatch, tmp_path):
+    from keras_transformer import cli
+
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    expected = restore.make_translator(config.decoding, model, tokenizer, no_repeat_ngram_size=1,
+                                       repetition_penalty=1.4).translate(SENTENCES, progress=False).best
+    code, out, err = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, "--no-repeat-ngram-size", "1",
+                                                          "--repetition-penalty", "1.4"], capsys,
+                                     "\n".join(SENTENCES) + "\n", monkeypatch)
+    assert code == 0, err
+    assert out.split("\n")[:len(SENTENCES)] == [t.replace("\r", " ").replace("\n", " ") for t in expected]
+    code, out, err = run_entry_point(cli.evaluate_main, ["--model-dir", tiny_run_dir, "--limit", "5",
+                                                         "--no-repeat-ngram-size", "1",
+                                                         "--output", str(tmp_path / "h.txt")], capsys)
+    assert code == 0, err
+    from keras_transformer.data import sources
+
+    test_sentences, _ = sources.read_split(config.data, "test", limit=5)
+    guarded = restore.make_translator(config.decoding, model, tokenizer, no_repeat_ngram_size=1)
+    written = (tmp_path / "h.txt").read_bytes().decode("utf-8").split("\n")[:-1]  # a "\r" stays in its line
+    assert written == [t.replace("\n", " ") for t in guarded.translate(test_sentences, progress=False).best]
+    code, _, err = run_entry_point(cli.translate_main, ["--model", tiny_run_dir, "--repetition-penalty", "0"],
+                                   capsys, "a\n", monkeypatch)
+    assert code == 1 and "repetition_penalty must be > 0 (1: off); got 0.0" in err

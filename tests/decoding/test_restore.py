@@ -5,7 +5,7 @@ import pytest
 from keras_transformer.config import RunConfig
 from keras_transformer.decoding import restore
 from keras_transformer.run_dir import RunDir
-from keras_transformer.training import trainer
+from keras_transformer.training import recipe
 from tests.conftest import write_tsv
 
 
@@ -18,8 +18,8 @@ def bfloat16_run(tmp_path_factory, small_corpus):
                        vocab_size=500, max_length=32, steps=1, checkpoint_every=1, batch_tokens=512,
                        bleu_sentences=0, model_dir=str(directory / "run"), export_dir="", precision="auto")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(trainer, "resolve_precision", lambda p: "mixed_bfloat16" if p == "auto" else p)
-        trainer.train(config, verbose=0)
+        patch.setattr(recipe, "resolve_precision", lambda p: "mixed_bfloat16" if p == "auto" else p)
+        recipe.train(config, verbose=0)
     return config.model_dir
 
 

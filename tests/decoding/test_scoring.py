@@ -29,7 +29,7 @@ def without_eos(ids):
 def test_scores_of_beam_outputs_equal_the_beam_scores(model, alpha):
     """The normalized score of beam search's own translations is the score it
     reported: the same sum of log-softmax, over the same pieces and EOS."""
-    ids, beam_scores = decoding.beam_search(model, SOURCE, beam_size=4, alpha=alpha)
+    ids, beam_scores = (np.asarray(x)[:, 0] for x in decoding.beam_search(model, SOURCE, beam_size=4, alpha=alpha))
     scores = scoring.score_ids(model, SOURCE, without_eos(ids), alpha=alpha)
     np.testing.assert_allclose(scores["normalized"], beam_scores, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(scores["tokens"], (np.asarray(ids) != 0).sum(axis=1))  # pieces + EOS
@@ -51,7 +51,7 @@ def test_per_token_log_probs_are_one_full_pass(model):
 
 
 def test_an_ensemble_of_copies_scores_as_one_model(model):
-    target = without_eos(decoding.greedy_search(model, SOURCE))
+    target = without_eos(np.asarray(decoding.greedy_search(model, SOURCE).ids)[:, 0])
     alone = scoring.score_ids(model, SOURCE, target)
     pair = scoring.score_ids([model, varied_tiny_model()], SOURCE, target)
     for name in ("log_prob", "per_token", "normalized"):

@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras_transformer import decoding
 from keras_transformer.decoding import search
 from keras_transformer.decoding import step as decoding_step
+from keras_transformer.decoding.step import StepCache
 from keras_transformer.modeling.special_ids import EOS_ID, PAD_ID
 from tests.conftest import random_ids, varied_tiny_model
 
@@ -22,47 +23,74 @@ def lengths(ids):
     return np.array(out)
 
 
+# A cache for step functions that keep no state.
+NO_CACHE = StepCache(beams=[], sentences=[])
+
+
 @pytest.fixture(scope="module")
 def model():
     return varied_tiny_model()
 
 
+def best(hypotheses):
+    """(ids (B, L), scores (B,)) of the best hypotheses (B, N, L), (B, N)."""
+    return np.asarray(hypotheses.ids)[:, 0], np.asarray(hypotheses.scores)[:, 0]
+
+
+def best_ids(hypotheses):
+    return best(hypotheses)[0]
+
+
+@pytest.mark.parametrize("name", ["greedy", "beam", "beam_n_best", "sample"])
+def test_every_search_returns_hypotheses_with_an_n_best_axis(model, name):
+    run = {"greedy": lambda: decoding.greedy_search(model, SOURCE),
+           "beam": lambda: decoding.beam_search(model, SOURCE),
+           "beam_n_best": lambda: decoding.beam_search(model, SOURCE, n_best=3),
+           "sample": lambda: decoding.sample_search(model, SOURCE, seed=1)}[name]
+    result = run()
+    n = 3 if name == "beam_n_best" else 1
+    assert isinstance(result, search.Hypotheses)
+    assert result.ids.shape[:2] == (4, n) and result.scores.shape == (4, n)
+    assert result.ids.dtype == tf.int32 and result.scores.dtype == tf.float32
+    assert np.all(np.asarray(result.scores) < 0)  # log-probabilities, every search
+
+
 def test_random_model_produces_varied_outputs(model):
-    ids = np.asarray(decoding.greedy_search(model, SOURCE))
+    ids = best_ids(decoding.greedy_search(model, SOURCE))
     assert len(np.unique(ids[ids > 3])) > 5  # the other tests are not comparing constant rows
 
 
 def test_cached_step_logits_equal_the_full_decoder_pass(model):
     target = random_ids(RNG, 4, 8)
     full = np.asarray(model((SOURCE, target), training=False))
-    tokens_to_logits, cache = decoding_step.model_tokens_to_logits(model, tf.constant(SOURCE), 8)
+    tokens_to_logits, cache = decoding_step.incremental_step(model, tf.constant(SOURCE))
     for step in range(8):
         logits, cache = tokens_to_logits(tf.constant(target[:, step:step + 1]), cache, step)
         np.testing.assert_allclose(logits, full[:, step], atol=1e-5)
 
 
 def test_greedy_cached_equals_uncached(model):
-    cached = decoding.greedy_search(model, SOURCE, use_cache=True)
-    uncached = decoding.greedy_search(model, SOURCE, use_cache=False)
+    cached, cached_scores = best(decoding.greedy_search(model, SOURCE, use_cache=True))
+    uncached, uncached_scores = best(decoding.greedy_search(model, SOURCE, use_cache=False))
     np.testing.assert_array_equal(cached, uncached)
+    np.testing.assert_allclose(cached_scores, uncached_scores, atol=1e-4)
 
 
 def test_beam_cached_equals_uncached(model):
-    ids_a, scores_a = decoding.beam_search(model, SOURCE, use_cache=True)
-    ids_b, scores_b = decoding.beam_search(model, SOURCE, use_cache=False)
+    ids_a, scores_a = decoding.beam_search(model, SOURCE, n_best=2, use_cache=True)
+    ids_b, scores_b = decoding.beam_search(model, SOURCE, n_best=2, use_cache=False)
     np.testing.assert_array_equal(ids_a, ids_b)
     np.testing.assert_allclose(scores_a, scores_b, atol=1e-4)
 
 
 def test_beam_one_without_length_penalty_is_greedy(model):
-    ids, _ = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0)
-    np.testing.assert_array_equal(ids, decoding.greedy_search(model, SOURCE))
+    ids, _ = best(decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0))
+    np.testing.assert_array_equal(ids, best_ids(decoding.greedy_search(model, SOURCE)))
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_beam_scores_are_length_penalised_log_probabilities(model, alpha):
-    ids, scores = decoding.beam_search(model, SOURCE, beam_size=3, alpha=alpha)
-    ids = np.asarray(ids)
+    ids, scores = best(decoding.beam_search(model, SOURCE, beam_size=3, alpha=alpha))
     n = lengths(ids)
     target_in = np.concatenate([np.full((4, 1), 2), ids[:, :-1]], axis=1).astype("int32")  # BOS + output
     log_probs = tf.nn.log_softmax(model((SOURCE, target_in), training=False)).numpy()
@@ -72,37 +100,36 @@ def test_beam_scores_are_length_penalised_log_probabilities(model, alpha):
 
 
 def test_beam_search_never_scores_below_greedy_under_its_own_objective(model):
-    greedy = np.asarray(decoding.greedy_search(model, SOURCE))
-    greedy_as_beam, greedy_scores = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.6)
-    _, beam_scores = decoding.beam_search(model, SOURCE, beam_size=4, alpha=0.6)
-    del greedy, greedy_as_beam
+    _, greedy_scores = best(decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.6))
+    _, beam_scores = best(decoding.beam_search(model, SOURCE, beam_size=4, alpha=0.6))
     assert (np.asarray(beam_scores) >= np.asarray(greedy_scores) - 1e-4).all()
 
 
 def test_output_never_exceeds_source_length_plus_50(model):
     source_lengths = (SOURCE != PAD_ID).sum(axis=1)
-    for ids in (decoding.greedy_search(model, SOURCE), decoding.beam_search(model, SOURCE)[0]):
+    for result in (decoding.greedy_search(model, SOURCE), decoding.beam_search(model, SOURCE)):
+        ids = best_ids(result)
         assert (lengths(ids) <= source_lengths + 50).all()
-        assert np.asarray(ids).shape[1] == source_lengths.max() + 50
-    capped, _ = decoding.beam_search(model, SOURCE, max_length=5)
+        assert ids.shape[1] == source_lengths.max() + 50
+    capped = best_ids(decoding.beam_search(model, SOURCE, max_length=5))
     assert (lengths(capped) <= 5).all()
 
 
 def test_n_best_is_sorted_and_starts_with_the_one_best(model):
-    best, best_score = decoding.beam_search(model, SOURCE, beam_size=4)
+    one_best, one_best_score = best(decoding.beam_search(model, SOURCE, beam_size=4))
     ids, scores = decoding.beam_search(model, SOURCE, beam_size=4, n_best=3)
     assert tuple(ids.shape[:2]) == (4, 3)
     scores = np.asarray(scores)
     assert (np.diff(scores, axis=1) <= 1e-6).all()
-    np.testing.assert_array_equal(np.asarray(ids)[:, 0], best)
-    np.testing.assert_allclose(scores[:, 0], best_score, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(ids)[:, 0], one_best)
+    np.testing.assert_allclose(scores[:, 0], one_best_score, atol=1e-5)
 
 
 def test_each_sentence_decodes_as_it_would_alone(model):
-    batch_ids, _ = decoding.beam_search(model, SOURCE)
+    batch_ids = best_ids(decoding.beam_search(model, SOURCE))
     for row in range(4):
         alone = SOURCE[row:row + 1, : max(1, (SOURCE[row] != PAD_ID).sum())]
-        ids, _ = decoding.beam_search(model, alone)
+        ids = best_ids(decoding.beam_search(model, alone))
         n = lengths(ids)[0]
         np.testing.assert_array_equal(np.asarray(ids)[0, :n], np.asarray(batch_ids)[row, :n])
 
@@ -113,17 +140,6 @@ def test_bad_arguments_are_named():
         decoding.beam_search(model, SOURCE, beam_size=2, n_best=3)
     with pytest.raises(ValueError, match="beam_size must be at least 1; got 0"):
         decoding.beam_search(model, SOURCE, beam_size=0)
-
-
-@pytest.mark.parametrize("search", ["greedy", "beam"])
-def test_searches_compile_with_xla_and_agree_with_the_graph(model, search):
-    def run(ids):
-        if search == "greedy":
-            return decoding.greedy_search_graph(model, ids, max_length=12)
-        return decoding.beam_search_graph(model, ids, beam_size=4, alpha=0.6, max_length=12)[0]
-
-    xla = tf.function(run, jit_compile=True)(tf.constant(SOURCE))
-    np.testing.assert_array_equal(xla, tf.function(run)(tf.constant(SOURCE)))
 
 
 # ------------------------------------------------------------------ sampling
@@ -140,8 +156,9 @@ def fixed_distribution(logits):
 def first_tokens(logits, rows, seed=0, **settings):
     """The first sampled token of `rows` rows from a fixed distribution, in one batch."""
     limits = tf.fill([rows], 5)
-    ids, _ = search.sample_decode(fixed_distribution(logits), {}, rows, limits, tf.constant(5), seed, **settings)
-    return np.asarray(ids)[:, 0]
+    ids, _ = search.sequential_decode(fixed_distribution(logits), NO_CACHE, limits, tf.constant(5),
+                                      search.sampler(seed, **settings), drop_finished=False)
+    return np.asarray(ids)[:, 0, 0]
 
 
 LOGITS = np.log([0.0001, 0.0001, 0.0001, 0.0001, 0.4, 0.3, 0.15, 0.1, 0.04, 0.0096]).astype("float32")
@@ -173,39 +190,24 @@ def test_top_k_never_leaves_the_top_k_and_top_p_keeps_the_nucleus():
 
 
 def test_low_temperature_sampling_is_greedy(model):
-    greedy = decoding.greedy_search(model, SOURCE)
-    ids, scores = decoding.sample_search(model, SOURCE, seed=5, temperature=1e-4)
+    greedy = best_ids(decoding.greedy_search(model, SOURCE))
+    ids, scores = best(decoding.sample_search(model, SOURCE, seed=5, temperature=1e-4))
     np.testing.assert_array_equal(ids, greedy)
     # Scores are the model's own log-probabilities of the chosen tokens: beam 1, alpha 0's.
-    _, beam_scores = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0)
+    _, beam_scores = best(decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0))
     np.testing.assert_allclose(scores, beam_scores, rtol=1e-5, atol=1e-5)
 
 
 def test_sampling_is_seeded_and_respects_the_length_limits(model):
-    a, _ = decoding.sample_search(model, SOURCE, seed=1)
-    b, _ = decoding.sample_search(model, SOURCE, seed=1)
-    c, _ = decoding.sample_search(model, SOURCE, seed=2)
+    a = best_ids(decoding.sample_search(model, SOURCE, seed=1))
+    b = best_ids(decoding.sample_search(model, SOURCE, seed=1))
+    c = best_ids(decoding.sample_search(model, SOURCE, seed=2))
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
     source_lengths = (SOURCE != 0).sum(axis=1)
     assert np.all(lengths(a) <= source_lengths + 50)
-    capped, _ = decoding.sample_search(model, SOURCE, seed=1, extra_length=3)
+    capped = best_ids(decoding.sample_search(model, SOURCE, seed=1, extra_length=3))
     assert np.all(lengths(capped) <= source_lengths + 3) and np.all(np.asarray(capped)[:, :1] > 0)
-
-
-def test_sampling_compiles_with_xla_repeatably_and_within_limits(model):
-    """XLA draws other random numbers than TensorFlow's kernels for the same
-    seed, so it is compared with itself: seeded, within the limits, and with
-    top-k 1 the greedy output."""
-    run = tf.function(lambda ids: decoding.sample_search_graph(model, ids, seed=4, top_k=5, top_p=0.9,  # noqa: E731
-                                                                max_length=20), jit_compile=True)
-    first, scores = run(tf.constant(SOURCE))
-    second, _ = run(tf.constant(SOURCE))
-    np.testing.assert_array_equal(first, second)
-    assert np.all(lengths(first) <= np.minimum((SOURCE != 0).sum(axis=1) + 50, 20)) and np.all(scores < 0)
-    top_1 = tf.function(lambda ids: decoding.sample_search_graph(model, ids, seed=4, top_k=1, max_length=20)[0],  # noqa: E731
-                        jit_compile=True)(tf.constant(SOURCE))
-    np.testing.assert_array_equal(top_1, decoding.greedy_search(model, SOURCE, max_length=20))
 
 
 @pytest.mark.parametrize("settings,message", [
@@ -221,7 +223,7 @@ def test_bad_sampling_settings_are_named(model, settings, message):
 
 # ------------------------------------------------------------------ ensembles
 def test_an_ensemble_of_one_is_the_model(model):
-    np.testing.assert_array_equal(decoding.greedy_search([model], SOURCE), decoding.greedy_search(model, SOURCE))
+    np.testing.assert_array_equal(decoding.greedy_search([model], SOURCE).ids, decoding.greedy_search(model, SOURCE).ids)
     ids, scores = decoding.beam_search([model], SOURCE)
     expected_ids, expected_scores = decoding.beam_search(model, SOURCE)
     np.testing.assert_array_equal(ids, expected_ids)
@@ -232,13 +234,14 @@ def test_an_ensemble_of_two_copies_is_the_model(model):
     """Two members with their own caches but equal weights: the mean of equal
     probabilities is that probability, so every search and score is unchanged."""
     copy = varied_tiny_model()  # same seed, so the same weights, but another object and cache
-    np.testing.assert_array_equal(decoding.greedy_search([model, copy], SOURCE), decoding.greedy_search(model, SOURCE))
+    np.testing.assert_array_equal(decoding.greedy_search([model, copy], SOURCE).ids,
+                                  decoding.greedy_search(model, SOURCE).ids)
     ids, scores = decoding.beam_search([model, copy], SOURCE, n_best=2)
     expected_ids, expected_scores = decoding.beam_search(model, SOURCE, n_best=2)
     np.testing.assert_array_equal(ids, expected_ids)
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-5)
-    sampled, _ = decoding.sample_search([model, copy], SOURCE, seed=9)
-    np.testing.assert_array_equal(sampled, decoding.sample_search(model, SOURCE, seed=9)[0])
+    sampled = decoding.sample_search([model, copy], SOURCE, seed=9).ids
+    np.testing.assert_array_equal(sampled, decoding.sample_search(model, SOURCE, seed=9).ids)
 
 
 def test_an_ensemble_averages_the_members_probabilities(model):
@@ -246,12 +249,12 @@ def test_an_ensemble_averages_the_members_probabilities(model):
     other = varied_tiny_model(seed=1)
     source = tf.constant(SOURCE)
     step_ids = tf.fill([4, 1], 2)
-    combined, cache = decoding_step.ensemble_tokens_to_logits([model, other], source, 8)
+    combined, cache = decoding_step.make_step([model, other], source, 8)
     got, cache = combined(step_ids, cache, 0)
-    probs = [tf.nn.softmax(decoding_step.model_tokens_to_logits(m, source, 8)[0](
-        step_ids, decoding_step.model_tokens_to_logits(m, source, 8)[1], 0)[0]) for m in (model, other)]
+    probs = [tf.nn.softmax(decoding_step.incremental_step(m, source)[0](
+        step_ids, decoding_step.incremental_step(m, source)[1], 0)[0]) for m in (model, other)]
     np.testing.assert_allclose(got, np.log((probs[0] + probs[1]) / 2), atol=1e-5)
-    assert isinstance(cache, tuple) and len(cache) == 2
+    assert len(cache.beams) == len(cache.sentences) == 2  # each member's own
 
 
 def test_ensemble_members_must_share_the_vocabulary(model):
@@ -267,7 +270,7 @@ def test_ensemble_members_must_share_the_vocabulary(model):
 
 def test_greedy_scores_are_the_beam_one_scores_without_length_penalty(model):
     beam_ids, beam_scores = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0)
-    ids, scores = tf.function(lambda s: decoding.greedy_search_graph(model, s, with_scores=True))(tf.constant(SOURCE))
+    ids, scores = tf.function(lambda s: decoding.greedy_search_graph(model, s))(tf.constant(SOURCE))
     np.testing.assert_array_equal(ids, beam_ids)
     np.testing.assert_allclose(scores, beam_scores, atol=1e-4)
 
@@ -299,34 +302,31 @@ def test_a_dead_ensemble_member_is_never_mistaken_for_a_new_model():
     third = varied_tiny_model(seed=8)
     got = decoding.greedy_search([first, third], SOURCE)
     expected = tf.function(lambda s: decoding.greedy_search_graph([first, third], s))(tf.constant(SOURCE))
-    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got.ids, expected.ids)
     # The dead member's entry is gone; what is left names live models only.
     assert all(ref() is not None for key in search._compiled[first] for ref in key[0])
 
 
-@pytest.mark.parametrize("search_name", ["greedy", "beam", "beam_n_best", "sample"])
-def test_the_growing_cache_decodes_as_the_fixed_one(model, search_name):
-    """Served searches keep a cache that grows by one position per step; a fixed
-    `max_length` (the XLA path) keeps one of fixed shape. 60 = the longest source
-    (10) + 50, so the fixed length binds no sentence."""
+@pytest.mark.parametrize("search_name", ["greedy", "beam", "beam_n_best"])
+def test_max_length_caps_the_outputs_and_leaves_shorter_ones_alone(model, search_name):
+    """60 = the longest source (10) + 50, so that cap binds no sentence; 6 binds most."""
     def run(**kwargs):
         if search_name == "greedy":
-            return decoding.greedy_search(model, SOURCE, **kwargs), None
-        if search_name == "sample":
-            return decoding.sample_search(model, SOURCE, seed=3, top_k=20, **kwargs)
+            return decoding.greedy_search(model, SOURCE, **kwargs)
         n_best = 3 if search_name == "beam_n_best" else 1
         return decoding.beam_search(model, SOURCE, beam_size=4, alpha=0.6, n_best=n_best, **kwargs)
 
-    (grown_ids, grown_scores), (fixed_ids, fixed_scores) = run(), run(max_length=60)
-    np.testing.assert_array_equal(np.asarray(grown_ids)[..., :60], fixed_ids)
-    if grown_scores is not None:
-        np.testing.assert_allclose(grown_scores, fixed_scores, atol=1e-4)
+    free, loose, tight = run(), run(max_length=60), run(max_length=6)
+    np.testing.assert_array_equal(free.ids, loose.ids)
+    np.testing.assert_array_equal(free.scores, loose.scores)
+    assert np.asarray(tight.ids).shape[2] == 6
+    assert all((lengths(row) <= 6).all() for row in np.asarray(tight.ids))
 
 
 def test_decode_next_grows_the_cache_by_the_tokens_it_is_given(model):
     target = random_ids(RNG, 4, 6)
     full = np.asarray(model((SOURCE, target), training=False))
-    cache = model.init_cache(model.encode(SOURCE), 0)
+    cache = model.init_cache(model.encode(SOURCE))
     logits, cache = model.decode_next(target[:, :2], SOURCE, cache)  # two at once: causal among themselves
     assert cache[0]["self"][0].shape[2] == 2
     real = target[:, :2] != 0
@@ -341,7 +341,7 @@ def test_decode_next_grows_the_cache_by_the_tokens_it_is_given(model):
 # ------------------------------------------------------------------ finished sentences leave the batch
 def scripted_model(rows_seen, rows_per_sentence, vocab=8):
     """A tokens_to_logits whose rows end at their own lengths: the cache holds
-    each sentence's output length (under "source_ids", a per-sentence entry);
+    each sentence's output length (a sentence entry);
     until that step the sentence's rows prefer token 4 (p 0.5) over 5 and 6,
     then EOS (p 0.9). `rows_seen` adds up the rows of every step."""
     before = np.full(vocab, 1e-4)
@@ -352,8 +352,8 @@ def scripted_model(rows_seen, rows_per_sentence, vocab=8):
 
     def tokens_to_logits(ids, cache, step):
         rows_seen.assign_add(tf.shape(ids)[0])
-        ends = tf.equal(tf.repeat(cache["source_ids"][:, 0], rows_per_sentence), step + 1)  # (rows,)
-        tf.debugging.assert_equal(tf.shape(ends)[0], tf.shape(cache["self"][0])[0])
+        ends = tf.equal(tf.repeat(cache.sentences[:, 0], rows_per_sentence), step + 1)  # (rows,)
+        tf.debugging.assert_equal(tf.shape(ends)[0], tf.shape(cache.beams)[0])
         return tf.where(ends[:, None], at_end[None, :], before[None, :]), cache
 
     return tokens_to_logits
@@ -364,13 +364,12 @@ def run_scripted(search_fn, lengths, rows_per_sentence=1, **kwargs):
     sentences ending at `lengths`."""
     rows_seen = tf.Variable(0)
     rows = len(lengths) * rows_per_sentence
-    cache = {"source_ids": tf.constant(np.asarray(lengths, np.int32)[:, None]), "self": [tf.zeros([rows, 2])]}
+    cache = StepCache(beams=tf.zeros([rows, 2]), sentences=tf.constant(np.asarray(lengths, np.int32)[:, None]))
 
     @tf.function
     def run():
         limits = tf.fill([len(lengths)], 20)
-        return search_fn(scripted_model(rows_seen, rows_per_sentence), cache, len(lengths), limits, tf.constant(20),
-                         **kwargs)
+        return search_fn(scripted_model(rows_seen, rows_per_sentence), cache, limits, tf.constant(20), **kwargs)
 
     outputs = tf.nest.map_structure(np.asarray, run())
     return outputs, int(rows_seen.numpy())
@@ -378,29 +377,34 @@ def run_scripted(search_fn, lengths, rows_per_sentence=1, **kwargs):
 
 def test_greedy_drops_each_sentence_when_it_ends_and_keeps_the_order():
     lengths = [3, 1, 2]
-    dropped, dropped_rows = run_scripted(search.greedy_decode, lengths, grows=True, drop_finished=True)
-    kept, kept_rows = run_scripted(search.greedy_decode, lengths, grows=True)
-    np.testing.assert_array_equal(dropped, kept)
-    np.testing.assert_array_equal(dropped[:, :3], [[4, 4, EOS_ID], [EOS_ID, PAD_ID, PAD_ID], [4, EOS_ID, PAD_ID]])
+    def greedy(tokens_to_logits, cache, limits, loop_length, drop_finished):
+        return search.sequential_decode(tokens_to_logits, cache, limits, loop_length, search.arg_max, drop_finished)
+
+    dropped, dropped_rows = run_scripted(greedy, lengths, drop_finished=True)
+    kept, kept_rows = run_scripted(greedy, lengths, drop_finished=False)
+    np.testing.assert_array_equal(dropped.ids, kept.ids)
+    np.testing.assert_array_equal(dropped.scores, kept.scores)
+    np.testing.assert_array_equal(dropped.ids[:, 0, :3],
+                                  [[4, 4, EOS_ID], [EOS_ID, PAD_ID, PAD_ID], [4, EOS_ID, PAD_ID]])
     assert (kept_rows, dropped_rows) == (9, 3 + 2 + 1)
 
 
 def test_beam_search_drops_done_sentences_without_changing_their_hypotheses():
     ends = [4, 1, 3, 2]
 
-    def beam(tokens_to_logits, cache, batch, limits, loop_length, **kwargs):
-        return search.beam_decode(tokens_to_logits, cache, batch, 2, 0.6, limits, loop_length, n_best=2, **kwargs)
+    def beam(tokens_to_logits, cache, limits, loop_length, **kwargs):
+        return search.beam_decode(tokens_to_logits, cache, 2, 0.6, limits, loop_length, n_best=2, **kwargs)
 
-    (ids, scores), dropped_rows = run_scripted(beam, ends, 2, grows=True, drop_finished=True)
-    (kept_ids, kept_scores), kept_rows = run_scripted(beam, ends, 2, grows=True)
+    (ids, scores), dropped_rows = run_scripted(beam, ends, 2, drop_finished=True)
+    (kept_ids, kept_scores), kept_rows = run_scripted(beam, ends, 2, drop_finished=False)
     np.testing.assert_array_equal(ids, kept_ids)
     np.testing.assert_allclose(scores, kept_scores, rtol=1e-6)
     np.testing.assert_array_equal(lengths(ids[:, 0]), ends)  # each best ends where scripted
     assert dropped_rows < kept_rows
 
 
-@pytest.mark.parametrize("growing", [False, True])
-def test_beam_search_ends_each_sentence_at_its_own_length_limit(growing):
+@pytest.mark.parametrize("drop_finished", [False, True])
+def test_beam_search_ends_each_sentence_at_its_own_length_limit(drop_finished):
     """EOS is all but impossible, so every best hypothesis runs to its limit,
     where the search allows only EOS; the limits differ, so at some steps
     only some sentences of the batch are at theirs."""
@@ -410,8 +414,8 @@ def test_beam_search_ends_each_sentence_at_its_own_length_limit(growing):
     limits = [2, 5, 3]
 
     def run():
-        return search.beam_decode(fixed_distribution(logits), {}, 3, 2, 0.6, tf.constant(limits), tf.constant(5),
-                                  grows=growing, drop_finished=growing)
+        return search.beam_decode(fixed_distribution(logits), NO_CACHE, 2, 0.6, tf.constant(limits), tf.constant(5),
+                                  drop_finished=drop_finished)
 
     ids, scores = (np.asarray(x) for x in tf.function(run)())
     for row, limit in enumerate(limits):
@@ -435,7 +439,7 @@ def test_beam_search_stops_once_its_n_best_can_no_longer_change():
 
     def run(n_best):
         calls.assign(0)
-        out = tf.function(lambda: search.beam_decode(first_step_logits, {}, 1, 2, 0.0, tf.constant([9]),
+        out = tf.function(lambda: search.beam_decode(first_step_logits, NO_CACHE, 2, 0.0, tf.constant([9]),
                                                      tf.constant(9), n_best=n_best))()
         return out, int(calls.numpy())
 

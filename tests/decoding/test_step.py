@@ -15,17 +15,21 @@ def test_keeping_rows_with_beam_rows_is_reordering_then_keeping():
     per-sentence entries (one row per sentence, shared by its beams) are kept,
     never reordered."""
     beams = 2
-    cache = ({"self": [tf.constant(RNG.normal(size=(6, 2, 4, 3)), tf.float32)],  # 3 sentences x 2 beams
-              "cross": [tf.constant(RNG.normal(size=(3, 2, 5, 3)), tf.float32)],  # one row per sentence
-              "source_ids": tf.constant(np.arange(3)[:, None] * 10 + np.arange(4))},)  # an ensemble of one
+    cache = decoding_step.StepCache(
+        beams=([tf.constant(RNG.normal(size=(6, 2, 4, 3)), tf.float32)],),  # 3 sentences x 2 beams
+        sentences=({"cross": [tf.constant(RNG.normal(size=(3, 2, 5, 3)), tf.float32)],  # one row per sentence
+                    "source_ids": tf.constant(np.arange(3)[:, None] * 10 + np.arange(4))},))  # an ensemble of one
     beam_rows = tf.constant([1, 1, 2, 3, 5, 4])  # each beam continues one of its own sentence's rows
     staying = tf.constant([0, 2])  # sentence 1 is done
     fused = decoding_step.keep_rows(cache, staying, beams, beam_rows)
     two_steps = decoding_step.keep_rows(decoding_step.reorder_beams(cache, beam_rows), staying, beams)
     tf.nest.map_structure(lambda a, b: np.testing.assert_array_equal(a, b), fused, two_steps)
-    np.testing.assert_array_equal(fused[0]["self"][0], tf.gather(cache[0]["self"][0], [1, 1, 5, 4]))
-    np.testing.assert_array_equal(fused[0]["cross"][0], tf.gather(cache[0]["cross"][0], [0, 2]))
-    np.testing.assert_array_equal(fused[0]["source_ids"][:, 0], [0, 20])
+    np.testing.assert_array_equal(fused.beams[0][0], tf.gather(cache.beams[0][0], [1, 1, 5, 4]))
+    np.testing.assert_array_equal(fused.sentences[0]["cross"][0], tf.gather(cache.sentences[0]["cross"][0], [0, 2]))
+    np.testing.assert_array_equal(fused.sentences[0]["source_ids"][:, 0], [0, 20])
+    reordered = decoding_step.reorder_beams(cache, beam_rows)
+    np.testing.assert_array_equal(reordered.beams[0][0], tf.gather(cache.beams[0][0], beam_rows))
+    assert reordered.sentences is cache.sentences  # sentence rows are never reordered
 
 
 def function_defs(graph_def):
@@ -60,10 +64,9 @@ def test_the_decoding_loop_casts_no_weight_at_its_steps(search_name):
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 def test_a_step_gives_the_logits_of_the_model_reading_its_own_weights(policy):
     model = varied_tiny_model(dtype=policy)
-    tokens_to_logits, cache = decoding_step.model_tokens_to_logits(model, tf.constant(SOURCE), 20, beam_size=2,
-                                                                   growing=True)
+    tokens_to_logits, cache = decoding_step.incremental_step(model, tf.constant(SOURCE), beam_size=2)
     target = random_ids(RNG, 6, 4)
-    own = model.init_cache(model.encode(SOURCE), 0)
+    own = model.init_cache(model.encode(SOURCE))
     own = [{key: tuple(np.repeat(x, 2, axis=0) for x in layer[key]) for key in ("self", "cross")} for layer in own]
     for t in range(4):
         logits, cache = tokens_to_logits(tf.constant(target[:, t:t + 1]), cache, t)

@@ -13,8 +13,24 @@ def test_greedy_translates_as_beam_one_without_length_penalty(tiny_run_dir):
     greedy = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, greedy=True)
     expected, expected_scores = beam.translate(SENTENCES, batch_size=2, progress=False)
     got, scores = greedy.translate(SENTENCES, batch_size=2, progress=False)
-    assert got == expected and got[1] == got[3] == ""  # blank input, blank output, as everywhere
+    assert got == expected and got[1] == got[3] == [""]  # blank input, blank output, as everywhere
     np.testing.assert_allclose(scores, expected_scores, atol=1e-4)
+
+
+@pytest.mark.parametrize("options,n", [({}, 1), ({"n_best": 3}, 3), ({"greedy": True, "beam_size": 1}, 1),
+                                       ({"sampling": {"seed": 1}}, 1)])
+def test_every_translator_returns_n_hypotheses_per_sentence(tiny_run_dir, options, n):
+    """One result shape whatever the settings: a list of N strings and N scores per sentence."""
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    translator = restore.make_translator(config.decoding, model, tokenizer, **options)
+    result = translator.translate(SENTENCES, batch_size=2, progress=False)
+    assert [len(hypotheses) for hypotheses in result.texts] == [n] * len(SENTENCES)
+    assert result.scores.shape == (len(SENTENCES), n)
+    assert result.best == [hypotheses[0] for hypotheses in result.texts]
+    translations, scores = translator.translate_strings(SENTENCES)  # in-graph: (B, N) each
+    assert tuple(translations.shape) == tuple(scores.shape) == (len(SENTENCES), n)
+    if "sampling" not in options:  # a sample depends on the batch it was drawn in
+        assert result.best[0] == translations.numpy()[0, 0].decode("utf-8")
 
 
 def test_greedy_needs_beam_one_and_no_sampling(tiny_run_dir):

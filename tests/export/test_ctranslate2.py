@@ -57,8 +57,8 @@ def test_same_log_probs_and_same_beam_translations_for_every_variant(variant, tm
     translator = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32", intra_threads=1)
 
     sources, _ = pairs(np.random.default_rng(7), 48, target_vocab or SOURCE_VOCAB)
-    ids, scores = decoding.beam_search(model, padded(sources, 9), beam_size=4, alpha=0.0)
-    ours = [list(row[: list(row).index(EOS_ID)]) for row in ids.numpy()]
+    ids, scores = (x.numpy()[:, 0] for x in decoding.beam_search(model, padded(sources, 9), beam_size=4, alpha=0.0))
+    ours = [list(row[: list(row).index(EOS_ID)]) for row in ids]
     assert all(len(row) < len(source) + 40 for row, source in zip(ours, sources))  # all ended on EOS
 
     source_strings = [[source_tokens[i] for i in s[:-1]] for s in sources]  # CTranslate2 adds the EOS
@@ -66,7 +66,7 @@ def test_same_log_probs_and_same_beam_translations_for_every_variant(variant, tm
                                          max_decoding_length=60, return_scores=True)
     theirs = [[target_tokens.index(t) for t in r.hypotheses[0]] for r in results]
     assert theirs == ours
-    np.testing.assert_allclose([r.scores[0] for r in results], scores.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose([r.scores[0] for r in results], scores, rtol=1e-4, atol=1e-4)
 
     # Teacher forcing: their log-probability of each token of given targets is ours.
     for source, target in list(zip(sources, ours))[:8]:
@@ -151,3 +151,34 @@ def test_importing_the_package_does_not_import_ctranslate2():
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guards", [{"repetition_penalty": 1.5}, {"repetition_penalty": 0.6},
+                                    {"no_repeat_ngram_size": 1}, {"no_repeat_ngram_size": 2}],
+                         ids=["penalty_1.5", "penalty_0.6", "no_repeat_1", "no_repeat_2"])
+def test_decoding_guards_translate_as_ctranslate2s_own(guards, tmp_path):
+    """The same weights, beam 4, alpha 0: our guarded beam search picks
+    CTranslate2's guarded translations, with its scores. The reversal task
+    repeats tokens often enough that every guard changes some output."""
+    model = train_reversal_model()
+    source_tokens, target_tokens = write(model, tmp_path / "ct2")
+    translator = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32", intra_threads=1)
+    rng = np.random.default_rng(9)
+    sources, _ = pairs(rng, 48, SOURCE_VOCAB)
+    # Sources that repeat tokens: the reversal would repeat them too.
+    sources = [source[:2] + source[:2] + source[2:-3] + [EOS_ID] for source in sources if len(source) >= 6]
+
+    def ours(**settings):
+        ids, scores = (x.numpy()[:, 0] for x in decoding.beam_search(model, padded(sources, 12), beam_size=4,
+                                                                      alpha=0.0, **settings))
+        return [list(row[: list(row).index(EOS_ID)]) for row in ids], scores
+
+    source_strings = [[source_tokens[i] for i in s[:-1]] for s in sources]
+    results = translator.translate_batch(source_strings, beam_size=4, length_penalty=0.0, min_decoding_length=0,
+                                         max_decoding_length=60, return_scores=True, **guards)
+    theirs = [[target_tokens.index(t) for t in r.hypotheses[0]] for r in results]
+    guarded, scores = ours(**guards)
+    assert guarded == theirs
+    np.testing.assert_allclose([r.scores[0] for r in results], scores, rtol=1e-4, atol=1e-4)
+    assert guarded != ours()[0]  # the guard changed something

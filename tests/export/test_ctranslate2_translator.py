@@ -58,11 +58,18 @@ def test_settings_of_the_run_are_the_defaults(trained_run, tmp_path):
     path = ctranslate2_export.export_translator_ctranslate2(translator, str(tmp_path / "ct2"), "int8")
     settings = json.load(open(os.path.join(path, "keras_transformer.json")))
     assert settings == {"alpha": 0.6, "beam_size": 4, "extra_length": 50, "max_input_length": 32,
-                        "max_positions": 1024, "quantization": "int8"}
+                        "max_positions": 1024, "quantization": "int8", "no_repeat_ngram_size": 0,
+                        "repetition_penalty": 1.0}
     loaded = CTranslate2Translator(path)
     assert (loaded.beam_size, loaded.alpha, loaded.max_input_length) == (4, 0.6, 32)
-    overridden = CTranslate2Translator(path, beam_size=2, alpha=0.0)
+    assert (loaded.no_repeat_ngram_size, loaded.repetition_penalty) == (0, 1.0)
+    overridden = CTranslate2Translator(path, beam_size=2, alpha=0.0, no_repeat_ngram_size=2, repetition_penalty=1.3)
     assert (overridden.beam_size, overridden.alpha) == (2, 0.0)
+    assert (overridden.no_repeat_ngram_size, overridden.repetition_penalty) == (2, 1.3)
+    # A guard fixed at export is the CTranslate2 directory's default.
+    guarded = restore.make_translator(config.decoding, model, tokenizer, no_repeat_ngram_size=3)
+    path = ctranslate2_export.export_translator_ctranslate2(guarded, str(tmp_path / "ct2_guarded"), "int8")
+    assert CTranslate2Translator(path).no_repeat_ngram_size == 3
     # CTranslate2's Transformer is one model: an ensemble is refused before anything is written.
     ensemble = restore.make_translator(config.decoding, [model, model], tokenizer)
     with pytest.raises(ValueError, match="one Transformer; got an ensemble of 2"):

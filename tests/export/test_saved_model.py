@@ -27,7 +27,7 @@ def exported(tiny_run_dir, tmp_path_factory):
 
 def in_process(translator, sentences):
     translations, scores = translator.translate_strings(tf.constant(sentences, tf.string))
-    return [t.decode("utf-8") for t in translations.numpy()], scores.numpy()
+    return [t.decode("utf-8") for t in translations.numpy()[:, 0]], scores.numpy()[:, 0]
 
 
 def test_layout_is_base_slash_version_with_the_vocabulary_asset(exported, translator):
@@ -40,6 +40,7 @@ def test_layout_is_base_slash_version_with_the_vocabulary_asset(exported, transl
     # What was fixed at export, the precision the graph computes in among it.
     recorded = settings.read_settings(os.path.join(exported, "assets"))
     assert recorded == {"beam_size": 4, "alpha": 0.6, "n_best": 1, "max_input_length": 32, "extra_length": 50,
+                        "no_repeat_ngram_size": 0, "repetition_penalty": 1.0,
                         "precision": translator.models[0].dtype_policy.name}
 
 
@@ -98,8 +99,8 @@ def test_translate_ids_signature_equals_in_process_beam_search(exported, transla
     source_ids = translator.encode_sources(tf.constant(SENTENCES))
     out = loaded.signatures["translate_ids"](source_ids=source_ids)
     ids, scores = decoding.beam_search(translator.models[0], source_ids, beam_size=4, alpha=0.6)
-    np.testing.assert_array_equal(out["ids"], ids)
-    np.testing.assert_allclose(out["scores"], scores, atol=1e-4)
+    np.testing.assert_array_equal(out["ids"], ids[:, 0])  # a 1-best export answers [B, L]
+    np.testing.assert_allclose(out["scores"], scores[:, 0], atol=1e-4)
 
 
 def test_bad_input_has_defined_results_and_never_disturbs_its_neighbours(exported, translator):
@@ -131,3 +132,14 @@ def test_each_export_gets_the_next_version(tiny_run_dir, tmp_path):
     assert saved_model.export_translator(translator, base).endswith(os.path.join("m", "1"))
     assert saved_model.export_translator(translator, base).endswith(os.path.join("m", "2"))
     assert sorted(os.listdir(base)) == ["1", "2"]
+
+
+def test_a_failed_export_leaves_no_partial_folder(translator, tmp_path, monkeypatch):
+    def fail(directory, values):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(saved_model, "write_settings", fail)
+    with pytest.raises(OSError, match="disk full"):
+        saved_model.export_translator(translator, str(tmp_path / "base"))
+    assert os.listdir(tmp_path / "base") == []  # neither "1" nor "1.partial"
+    assert settings.next_version(str(tmp_path / "base")) == 1

@@ -83,10 +83,9 @@ def test_mixed_precision_forward_gives_finite_float32_logits(policy):
 def test_cached_decoding_matches_the_full_decoder_pass():
     model = tiny()
     full = np.asarray(model((SOURCE, TARGET), training=False))
-    encoded = model.encode(SOURCE)
-    cache = model.init_cache(encoded, max_length=TARGET.shape[1])
+    cache = model.init_cache(model.encode(SOURCE))
     for t in range(TARGET.shape[1]):
-        logits, cache = model.decode_step(TARGET[:, t:t + 1], encoded, SOURCE, cache, t)
+        logits, cache = model.decode_next(TARGET[:, t:t + 1], SOURCE, cache)
         # Rows whose target is padding at t differ (the full pass masks padded keys); compare real ones.
         real = TARGET[:, t] != 0
         np.testing.assert_allclose(np.asarray(logits)[real, 0], full[real, t], atol=1e-5)
@@ -99,7 +98,7 @@ def test_a_given_output_matrix_gives_the_logits_the_embedding_gives(policy):
     model = tiny(dtype=policy)
     matrix = model.output_matrix()
     assert tuple(matrix.shape) == (model.d_model, TINY_VOCAB) and matrix.dtype == model.compute_dtype
-    cache = model.init_cache(model.encode(SOURCE), 0)
+    cache = model.init_cache(model.encode(SOURCE))
     read, _ = model.decode_next(TARGET[:, :3], SOURCE, cache)
     given, _ = model.decode_next(TARGET[:, :3], SOURCE, cache, output_matrix=matrix)
     np.testing.assert_array_equal(np.asarray(given), np.asarray(read))

@@ -57,7 +57,7 @@ def run(directory, epochs=10, patience=0, interrupt=None, interrupt_before_backu
     Returns the History, or None if interrupted."""
     model, run_dir = marked_model(), RunDir(directory)
     bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, scripted_translate(model, first_try),
-                                          patience=patience, updates_per_epoch=1)
+                                          patience=patience, updates_per_interval=1)
     stop = [Interrupt(interrupt)] if interrupt is not None else []
     callbacks = [MarkInterval(), bleu] + (stop if interrupt_before_backup else []) + [
         keras.callbacks.BackupAndRestore(run_dir.backup_dir, delete_checkpoint=False),

@@ -5,7 +5,7 @@ import pytest
 from keras_transformer.cli import train_main
 from keras_transformer.config import RunConfig
 from keras_transformer.run_dir import RunDir
-from keras_transformer.training import fine_tuning, trainer
+from keras_transformer.training import fine_tuning, recipe
 from tests.conftest import run_entry_point, weights_by_name, write_tsv
 
 
@@ -16,7 +16,7 @@ def test_a_fine_tuning_run_starts_from_the_runs_weights_and_vocabulary_with_a_fr
                        preset="tiny", vocab_size=500, max_length=32, steps=2, checkpoint_every=2,
                        batch_tokens=1024, warmup_steps=4000, learning_rate_scale=1e-6, precision="float32",
                        bleu_sentences=0, model_dir=str(tmp_path / "tuned"), export_dir="")
-    trainer.train(config, verbose=0)
+    recipe.train(config, verbose=0)
     source_run, tuned_run = RunDir(trained_tiny_run), RunDir(tmp_path / "tuned")
     with open(source_run.vocabulary_path, "rb") as a, open(tuned_run.vocabulary_path, "rb") as b:
         assert a.read() == b.read()
@@ -41,5 +41,4 @@ def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_nam
     code, _, err = run_entry_point(train_main, ["--init-from", str(tmp_path / "nowhere")], capsys)
     assert code == 2 and "nowhere" in err and "not a directory" in err
     with pytest.raises(ValueError, match="same folder"):
-        fine_tuning.check_compatible(RunConfig(init_from=trained_tiny_run, preset="tiny", vocab_size=500,
-                                               model_dir=trained_tiny_run))
+        fine_tuning.check_compatible(trained_tiny_run, trained_tiny_run, {"preset": "tiny", "vocab_size": 500})

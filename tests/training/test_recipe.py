@@ -92,3 +92,18 @@ def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
         bleu[quantization] = evaluation.evaluate(CTranslate2Translator(str(output)), sentences, references)["bleu"]
     print(f"CTranslate2 test BLEU: float32 {bleu['float32']:.2f}, int8 {bleu['int8']:.2f}")
     assert bleu["float32"] >= 90.0 and abs(bleu["int8"] - bleu["float32"]) <= 1.0
+
+
+def test_auto_precision_keeps_the_policy_a_resumed_run_recorded(tmp_path, monkeypatch):
+    """On other hardware "auto" would resolve otherwise; a resumed run keeps
+    computing as it trained. An explicit --precision is a choice, and wins."""
+    from keras_transformer.config import RunConfig
+    from keras_transformer.run_dir import RunDir
+    from keras_transformer.training import recipe
+
+    monkeypatch.setattr(recipe, "resolve_precision", lambda p: "float32" if p == "auto" else p)
+    run_dir = RunDir(tmp_path / "run")
+    assert recipe.resolved_precision(RunConfig(), run_dir) == "float32"  # a new run: this machine's choice
+    run_dir.save_config(RunConfig(precision="mixed_bfloat16", model_dir=str(tmp_path / "run")))
+    assert recipe.resolved_precision(RunConfig(), run_dir) == "mixed_bfloat16"
+    assert recipe.resolved_precision(RunConfig(precision="mixed_float16"), run_dir) == "mixed_float16"

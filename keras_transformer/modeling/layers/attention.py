@@ -28,22 +28,20 @@ def clone_initializer(initializer):
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention, softmax(Q K^T / sqrt(K)) V over H heads.
 
-    The call signature matches `keras.layers.MultiHeadAttention`, so either
-    layer can replace the other. On top of it, the layer takes a key/value
-    cache for incremental decoding, in one of two modes:
+    The call signature follows `keras.layers.MultiHeadAttention`'s and `call`
+    returns the output alone; `call_with_scores` also returns the attention
+    probabilities. On top of that, the layer takes keys and values projected
+    beforehand (`key_value`, from `compute_key_value`), for incremental
+    decoding:
 
-    - static cache (`cache` given, `cache_update_index=None`): `cache` holds
-      the projected keys and values, which are used as they are. This is
-      cross-attention during decoding: the encoder output is projected once.
-      The cache may have fewer rows than `query`, each of its rows serving G
-      consecutive query rows (a sentence's G beams in beam search): then
-      `attention_mask` has the cache's rows too, and each sentence's keys
-      and values are read once for all its beams, not once per beam.
-    - growing cache (`cache_update_index` given): keys and values of the new
-      query positions are projected and written into `cache` at
-      `cache_update_index`. This is decoder self-attention during decoding:
-      the cache is allocated for the full output length up front, so the
-      decoding loop keeps a fixed shape, and grows by one step per token.
+    - cross-attention: the encoder output is projected once per sentence.
+      `key_value` may then have fewer rows than `query`, each of its rows
+      serving G consecutive query rows (a sentence's G beams in beam
+      search): `attention_mask` has the key rows too, and each sentence's
+      keys and values are read once for all its beams, not once per beam.
+    - self-attention over a growing cache: the decoder layer projects the
+      new positions' keys and values, appends them to the cache, and passes
+      the whole cache as `key_value`.
 
     The attention logits and softmax are computed in float32 whatever the
     compute dtype; masked positions get the float32 minimum, never a literal.
@@ -60,21 +58,20 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Call arguments:
         query: (B, T, D) tensor.
-        value: (B, S, D) tensor. Unused with a static cache.
+        value: (B, S, D) tensor. Unused with `key_value`.
         key: (B, S, D) tensor; defaults to `value`.
         attention_mask: boolean tensor broadcastable to (B, T, S); True means
             the query may attend to that key.
-        use_causal_mask: bool. Also hide keys after each query's position.
-        return_attention_scores: bool. Also return the (B, H, T, S)
-            attention probabilities.
+        use_causal_mask: bool. Also hide keys after each query's position
+            (as Keras does; with `key_value`, the queries are its last T
+            positions).
         training: bool. Enables dropout.
-        cache: tuple (keys, values) of shape (B, H, S, K) and (B, H, S, V);
-            a static cache may have B/G rows instead (see above).
-        cache_update_index: int scalar; where the new keys/values go.
+        key_value: tuple (keys, values) of shape (B, H, S, K) and (B, H, S, V),
+            already projected; they may have B/G rows (see above).
 
     Returns:
-        `output`, `(output, scores)`, `(output, cache)` or
-        `(output, scores, cache)`, `output` being (B, T, D).
+        `output` (B, T, D); `call_with_scores` returns `(output, scores)`,
+        with the (B, H, T, S) float32 attention probabilities.
 
     Example:
     >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
@@ -145,7 +142,7 @@ class MultiHeadAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))  # (B, H, L, head_dim)
 
     def compute_key_value(self, value, key=None):
-        """Projects keys and values once, for a static cross-attention cache.
+        """Projects keys and values, for `key_value`.
 
         (B, S, D) -> ((B, H, S, K), (B, H, S, V)).
         """
@@ -154,56 +151,45 @@ class MultiHeadAttention(keras.layers.Layer):
         values = self._split_heads(self.value_dense(value), self.value_dim)  # (B, H, S, V)
         return keys, values
 
-    def call(
-        self,
-        query,
-        value=None,
-        key=None,
-        attention_mask=None,
-        use_causal_mask=False,
-        return_attention_scores=False,
-        training=None,
-        cache=None,
-        cache_update_index=None,
-    ):
-        if cache_update_index is not None and cache is None:
-            raise ValueError("cache_update_index was given without a cache.")
-        queries = self.query_dense(query)  # (B, T, H*K)
+    def call(self, query, value=None, key=None, attention_mask=None, use_causal_mask=False, training=None,
+             key_value=None):
+        output, _ = self._run(query, value, key, attention_mask, use_causal_mask, training, key_value)
+        return output  # (B, T, D)
 
-        if cache is not None and cache_update_index is None:
-            keys, values = cache  # static: already projected
-        else:
+    def call_with_scores(self, query, value=None, key=None, attention_mask=None, use_causal_mask=False,
+                         training=None, key_value=None):
+        """`(output (B, T, D), scores (B, H, T, S) float32)`: `call`'s output and
+        the attention probabilities. Call it on a built layer, with inputs in
+        its compute dtype (as a parent layer's `call` has them)."""
+        if not self.built:
+            self.build(ops.shape(query), None if value is None else ops.shape(value),
+                       None if key is None else ops.shape(key))
+        return self._run(query, value, key, attention_mask, use_causal_mask, training, key_value)
+
+    def _run(self, query, value, key, attention_mask, use_causal_mask, training, key_value):
+        queries = self.query_dense(query)  # (B, T, H*K)
+        projected = key_value is not None
+        if not projected:
             if value is None:
-                raise ValueError("value is required unless a static cache is given.")
-            keys, values = self.compute_key_value(value, key)  # (B, H, T|S, K|V)
-            if cache is not None:
-                start = (0, 0, cache_update_index, 0)
-                keys = ops.slice_update(cache[0], start, keys)  # (B, H, S, K)
-                values = ops.slice_update(cache[1], start, values)  # (B, H, S, V)
-                cache = (keys, values)
+                raise ValueError("value is required unless key_value is given.")
+            key_value = self.compute_key_value(value, key)
+        keys, values = key_value  # (B', H, S, K), (B', H, S, V)
 
         mask = attention_mask
         if use_causal_mask:
             query_length, key_length = ops.shape(queries)[1], ops.shape(keys)[2]
-            offset = 0 if cache_update_index is None else cache_update_index
+            offset = key_length - query_length if projected else 0  # a cache's queries are its last positions
             mask = masks.merge_masks(mask, masks.causal_mask(query_length, key_length, offset))
 
-        if cache is not None and cache_update_index is None:  # static keys, maybe shared by G query rows
-            output, scores = self._attend_shared(queries, keys, values, mask, training)
+        if projected:  # keys and values maybe shared by G query rows
+            output, scores = self._attend_shared(queries, keys, values, mask, training)  # (B, T, H*V)
         else:
             queries = self._split_heads(queries, self.key_dim)  # (B, H, T, K)
             output, scores = self._attend(queries, keys, values, mask, training)  # (B, H, T, V), (B, H, T, S)
             batch, length = ops.shape(output)[0], ops.shape(output)[2]
             output = ops.transpose(output, (0, 2, 1, 3))  # (B, T, H, V)
             output = ops.reshape(output, (batch, length, self.num_heads * self.value_dim))  # (B, T, H*V)
-        output = self.output_dense(output)  # (B, T, D)
-
-        results = (output,)
-        if return_attention_scores:
-            results += (scores,)
-        if cache is not None:
-            results += (cache,)
-        return results[0] if len(results) == 1 else results
+        return self.output_dense(output), scores  # (B, T, D), (B, H, T, S)
 
     def _attend_shared(self, queries, keys, values, mask, training):
         """Attention over static keys/values of R rows, each serving G = B/R

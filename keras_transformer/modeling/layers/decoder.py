@@ -1,15 +1,17 @@
-"""The decoder layer and the decoder stack, with a key/value cache (section 3.1).
+"""The decoder layer and the decoder stack, with a growing key/value cache (section 3.1).
 
 Notation: B batch, T target length (1 per step when decoding with a cache),
-S source length, L cache length (maximum output length), D model width,
-H heads, K per-head width.
+S source length, L positions decoded so far, D model width, H heads,
+K per-head width.
 
 A decoder cache is a list with one dict per layer:
     {"self": (keys, values), "cross": (keys, values)}
-with self-attention entries of shape (B, H, L, K), zero-filled and written one
-step at a time, and cross-attention entries of shape (B, H, S, K), projected
-from the encoder output once by `Decoder.init_cache`. The structure has a
-fixed shape, so it can be carried through `tf.while_loop`.
+with self-attention entries of shape (B, H, L, K), holding exactly the
+positions decoded so far (`decode_next` appends T positions), and
+cross-attention entries of shape (B', H, S, K), projected from the encoder
+output once by `Decoder.init_cache` (B' may be B/G: see
+`MultiHeadAttention`). A step's attention then costs what the output so far
+costs, not what the longest possible output would.
 """
 
 import keras
@@ -23,34 +25,25 @@ class _DecoderCalls:
     """The three ways to run a decoder layer or stack, each with one return type.
 
     Subclasses implement `_run(x, encoder_output, self_attention_mask,
-    cross_attention_mask, cache, cache_update_index, training)` ->
-    (x, cross-attention scores, updated cache or None).
+    cross_attention_mask, cache, training, with_scores)` -> (x,
+    cross-attention scores or None, grown cache or None).
     """
 
     def call(self, x, encoder_output=None, self_attention_mask=None, cross_attention_mask=None, training=None):
-        x, _, _ = self._run(x, encoder_output, self_attention_mask, cross_attention_mask, None, None, training)
+        x, _, _ = self._run(x, encoder_output, self_attention_mask, cross_attention_mask, None, training, False)
         return x  # (B, T, D)
 
-    def decode_step(self, x, cache, cache_update_index, self_attention_mask=None, cross_attention_mask=None,
-                    training=None):
-        """(x (B, T, D), updated cache) for the tokens at `cache_update_index ...`."""
-        x, _, cache = self._run(x, None, self_attention_mask, cross_attention_mask, cache, cache_update_index,
-                                training)
-        return x, cache
-
     def decode_next(self, x, cache, self_attention_mask=None, cross_attention_mask=None, training=None):
-        """(x (B, T, D), cache grown by T positions) for the tokens that follow the
-        cache's: a growing cache (`init_cache` with max_length 0), whose self-attention
-        entries hold exactly the positions decoded so far. Attention then costs what
-        the output so far costs, not the longest possible output."""
-        x, _, cache = self._run(x, None, self_attention_mask, cross_attention_mask, cache, None, training)
+        """(x (B, T, D), the cache grown by T positions) for the T tokens that
+        follow the cache's (see the module docstring)."""
+        x, _, cache = self._run(x, None, self_attention_mask, cross_attention_mask, cache, training, False)
         return x, cache
 
     def call_with_attention(self, x, encoder_output, self_attention_mask=None, cross_attention_mask=None,
                             training=None):
         """(x (B, T, D), the encoder-decoder attention probabilities: (B, H, T, S) for a
         layer, a list of them, one per layer, for the stack)."""
-        x, scores, _ = self._run(x, encoder_output, self_attention_mask, cross_attention_mask, None, None, training)
+        x, scores, _ = self._run(x, encoder_output, self_attention_mask, cross_attention_mask, None, training, True)
         return x, scores
 
 
@@ -77,11 +70,11 @@ class DecoderLayer(_DecoderCalls, _TransformerLayerBase):
 
     Returns:
         `x` (B, T, D). Each use has its own method with one return type:
-        `call` for the full pass, `decode_step(x, cache, cache_update_index,
-        ...)` -> (x, cache) for incremental decoding with this layer's cache
-        dict (see the module docstring; the self-attention mask is then
-        (B, T, L)), and `call_with_attention(...)` -> (x, (B, H, T, S)
-        encoder-decoder attention probabilities).
+        `call` for the full pass, `decode_next(x, cache, ...)` -> (x, grown
+        cache) for incremental decoding with this layer's cache dict (see the
+        module docstring; the self-attention mask is then (B, T, L + T), or
+        None for one token), and `call_with_attention(...)` -> (x, (B, H, T,
+        S) encoder-decoder attention probabilities).
 
     Example:
     >>> layer = DecoderLayer(d_model=8, num_heads=2, d_ff=16)
@@ -107,43 +100,34 @@ class DecoderLayer(_DecoderCalls, _TransformerLayerBase):
         self._build_feed_forward(x_shape)
         self.built = True
 
-    def _run(self, x, encoder_output, self_attention_mask, cross_attention_mask, cache, cache_update_index,
-             training):
-        """The layer, once: (x, cross-attention scores, updated cache or None)."""
+    def _run(self, x, encoder_output, self_attention_mask, cross_attention_mask, cache, training, with_scores):
+        """The layer, once: (x, cross-attention scores or None, grown cache or None)."""
         if cache is None and encoder_output is None:
             raise ValueError("DecoderLayer needs encoder_output or a cache.")
-        self_cache = None if cache is None else cache["self"]
-        cross_cache = None if cache is None else cache["cross"]
 
         def self_attention(y):
             if cache is None:
-                return self.self_attention(y, y, attention_mask=self_attention_mask, training=training), ()
-            if cache_update_index is None:  # a growing cache: append this step's keys and values
-                keys, values = self.self_attention.compute_key_value(y)  # (B, H, T, K)
-                grown = (ops.concatenate([self_cache[0], keys], axis=2),  # (B, H, L + T, K)
-                         ops.concatenate([self_cache[1], values], axis=2))
-                out, grown = self.self_attention(y, attention_mask=self_attention_mask, cache=grown, training=training)
-                return out, (grown,)
-            out, new_cache = self.self_attention(y, y, attention_mask=self_attention_mask, cache=self_cache,
-                                                 cache_update_index=cache_update_index, training=training)
-            return out, (new_cache,)
+                return self.self_attention(y, y, attention_mask=self_attention_mask, training=training), None
+            keys, values = self.self_attention.compute_key_value(y)  # (B, H, T, K)
+            grown = (ops.concatenate([cache["self"][0], keys], axis=2),  # (B, H, L + T, K)
+                     ops.concatenate([cache["self"][1], values], axis=2))
+            out = self.self_attention(y, attention_mask=self_attention_mask, key_value=grown, training=training)
+            return out, grown
 
-        x, extras = residual_block(x, self_attention, self.self_attention_norm, self.self_attention_dropout,
-                                   self.norm_first, training)  # (B, T, D)
-        if cache is not None:
-            (self_cache,) = extras
+        x, grown = residual_block(x, self_attention, self.self_attention_norm, self.self_attention_dropout,
+                                  self.norm_first, training)  # (B, T, D)
 
         def cross_attention(y):
-            kwargs = {} if cache is None else {"cache": cross_cache}
-            out, scores, *_ = self.cross_attention(y, encoder_output, attention_mask=cross_attention_mask,
-                                                   return_attention_scores=True, training=training, **kwargs)
-            return out, (scores,)
+            kwargs = {"attention_mask": cross_attention_mask, "training": training,
+                      "key_value": None if cache is None else cache["cross"]}
+            if with_scores:
+                return self.cross_attention.call_with_scores(y, encoder_output, **kwargs)  # (B, H, T, S) scores
+            return self.cross_attention(y, encoder_output, **kwargs), None
 
-        x, (scores,) = residual_block(x, cross_attention, self.cross_attention_norm, self.cross_attention_dropout,
-                                      self.norm_first, training)  # (B, T, D), (B, H, T, S)
+        x, scores = residual_block(x, cross_attention, self.cross_attention_norm, self.cross_attention_dropout,
+                                   self.norm_first, training)  # (B, T, D)
         x = self._feed_forward_block(x, training)  # (B, T, D)
-        new_cache = None if cache is None else {"self": self_cache, "cross": cross_cache}
-        return x, scores, new_cache
+        return x, scores, None if cache is None else {"self": grown, "cross": cache["cross"]}
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -163,9 +147,9 @@ class Decoder(_DecoderCalls, _StackBase):
         self_attention_mask, cross_attention_mask, training: as in `DecoderLayer`.
 
     Returns:
-        `x` (B, T, D). As in `DecoderLayer`, `decode_step(x, cache,
-        cache_update_index, ...)` -> (x, cache) decodes with the list of
-        per-layer dicts made by `init_cache`, and `call_with_attention(...)`
+        `x` (B, T, D). As in `DecoderLayer`, `decode_next(x, cache, ...)` ->
+        (x, grown cache) decodes with the list of per-layer dicts made by
+        `init_cache`, and `call_with_attention(...)`
         -> (x, list of per-layer (B, H, T, S) cross-attention scores).
 
     Example:
@@ -179,26 +163,25 @@ class Decoder(_DecoderCalls, _StackBase):
     def build(self, x_shape, encoder_output_shape=None):
         self._build_stack(x_shape, encoder_output_shape)
 
-    def init_cache(self, encoder_output, max_length):
-        """An empty self-attention cache of length `max_length` per layer (0: a
-        growing cache, for `decode_next`), and the cross-attention keys/values
-        projected from `encoder_output` once."""
+    def init_cache(self, encoder_output):
+        """An empty cache for `decode_next`: no self-attention positions yet,
+        and each layer's cross-attention keys/values projected from
+        `encoder_output` (B, S, D) once."""
         batch = ops.shape(encoder_output)[0]
         head_dim = self.d_model // self.num_heads
         cache = []
         for block in self.blocks:
-            empty = ops.zeros((batch, self.num_heads, max_length, head_dim), dtype=self.compute_dtype)
+            empty = ops.zeros((batch, self.num_heads, 0, head_dim), dtype=self.compute_dtype)
             cross = block.cross_attention.compute_key_value(encoder_output)  # 2 x (B, H, S, K)
             cache.append({"self": (empty, empty), "cross": cross})
         return cache
 
-    def _run(self, x, encoder_output, self_attention_mask, cross_attention_mask, cache, cache_update_index,
-             training):
+    def _run(self, x, encoder_output, self_attention_mask, cross_attention_mask, cache, training, with_scores):
         x = self.input_dropout(x, training=training)
         all_scores, new_cache = [], []
         for i, block in enumerate(self.blocks):
             x, scores, layer_cache = block._run(x, encoder_output, self_attention_mask, cross_attention_mask,
-                                                None if cache is None else cache[i], cache_update_index, training)
+                                                None if cache is None else cache[i], training, with_scores)
             all_scores.append(scores)  # (B, H, T, S)
             new_cache.append(layer_cache)
-        return self._finish(x), all_scores, None if cache is None else new_cache
+        return self._finish(x), all_scores if with_scores else None, None if cache is None else new_cache

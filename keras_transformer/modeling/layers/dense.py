@@ -3,13 +3,25 @@
 Under a mixed dtype policy (mixed_bfloat16, the default where the CPU has
 bfloat16), a Keras layer keeps float32 variables and casts each one to the
 compute dtype every time it runs. In a decoding loop that is every output
-step: serving the small preset in batches of 32, these casts took about
-17% of the SavedModel's operation time, more than attention's batched
-matmuls (a RunMetadata trace, as TF Serving runs it). A loop instead reads
-the decoder's weights once, before it starts (`read_once`), and runs its
-steps `with reading(weights):`, so the steps use those tensors and never
-touch a variable. The cast is the one Keras makes (`ops.cast` to the compute
+step, for every projection of every decoder layer: a cost per step that
+does not depend on the batch. A loop instead reads the decoder's weights
+once, before it starts (`read_once`), and runs its steps
+`with reading(weights):`, so the steps use those tensors and never touch a
+variable. The cast is the one Keras makes (`ops.cast` to the compute
 dtype), so the results are the same to the bit.
+
+Why a context and not an argument: the weights would otherwise have to
+travel through `Transformer.decode_next`, the decoder stack, each decoder
+layer, its attention and feed-forward sublayers, down to every `Dense`,
+changing each of those signatures for the one caller that needs it
+(`decoding.step.incremental_step`). The context is what it changes, and
+only that: inside a `reading(weights)` block, a `Dense` whose kernel is in
+`weights` (looked up by the variable's identity) uses the value read
+once; every other `Dense`, and every `Dense` outside such a block, is
+`keras.layers.Dense`. The switch is thread-local, so a search traced in one
+thread does not change layers that another thread runs. It is set while a
+graph is traced (the search is a `tf.function`), so the traced graph holds
+the values read once and no switch at run time.
 
 Outside `reading`, and for Keras' quantized or LoRA kernels (which are not
 plain variables), `Dense` is `keras.layers.Dense`.

@@ -8,8 +8,8 @@ def residual_block(x, sublayer, norm, dropout, norm_first, training=None):
     Pre-norm (`norm_first=True`): x + Dropout(sublayer(LayerNorm(x))); the
     stack then ends with a final LayerNorm.
 
-    `sublayer` returns (tensor, extras): `extras` (a tuple: attention
-    scores, a cache, or nothing) is passed back unchanged.
+    `sublayer` returns (tensor, extras): `extras` (attention scores, a
+    grown cache, or None) is passed back unchanged.
     Returns (output, extras).
     """
     y, extras = sublayer(norm(x) if norm_first else x)

@@ -39,7 +39,8 @@ def test_matches_the_formula_with_a_padding_mask():
     mask = np.ones((2, 5, 7), bool)
     mask[1, :, 4:] = False  # second sequence has 4 real keys
     layer = MultiHeadAttention(num_heads=4, key_dim=4)
-    out, scores = layer(query, value, attention_mask=mask, return_attention_scores=True)
+    out, scores = layer.call_with_scores(query, value, attention_mask=mask)
+    np.testing.assert_array_equal(layer(query, value, attention_mask=mask), out)  # `call`: the output alone
     ref_out, ref_p = reference_attention(layer, query, value, mask)
     np.testing.assert_allclose(out, ref_out, atol=1e-5)
     np.testing.assert_allclose(scores, ref_p, atol=1e-6)
@@ -60,9 +61,9 @@ def test_is_a_drop_in_replacement_for_keras_multi_head_attention():
         np.asarray(ours.value_dense.kernel).reshape(d, h, k), np.asarray(ours.value_dense.bias).reshape(h, k),
         np.asarray(ours.output_dense.kernel).reshape(h, k, d), np.asarray(ours.output_dense.bias),
     ])
-    kwargs = dict(use_causal_mask=True, return_attention_scores=True, training=False)
-    out_a, scores_a = ours(query, query, **kwargs)
-    out_b, scores_b = theirs(query, query, **kwargs)
+    out_a, scores_a = ours.call_with_scores(query, query, use_causal_mask=True, training=False)
+    out_b, scores_b = theirs(query, query, use_causal_mask=True, return_attention_scores=True, training=False)
+    np.testing.assert_allclose(ours(query, query, use_causal_mask=True), out_b, atol=1e-5)
     np.testing.assert_allclose(out_a, out_b, atol=1e-5)
     np.testing.assert_allclose(scores_a, scores_b, atol=1e-6)
 
@@ -89,30 +90,38 @@ def test_growing_cache_one_step_at_a_time_equals_the_full_causal_pass():
     query, _ = make_inputs(4, t=6)
     layer = MultiHeadAttention(num_heads=4, key_dim=4)
     full = np.asarray(layer(query, query, use_causal_mask=True))
-    empty = ops.zeros((2, 4, 6, 4))
+    empty = ops.zeros((2, 4, 0, 4))
     cache = (empty, empty)
     for t in range(6):
         step = query[:, t:t + 1]
-        out, cache = layer(step, step, use_causal_mask=True, cache=cache, cache_update_index=t)
+        keys, values = layer.compute_key_value(step)  # (B, H, 1, K)
+        cache = (ops.concatenate([cache[0], keys], axis=2), ops.concatenate([cache[1], values], axis=2))
+        out = layer(step, use_causal_mask=True, key_value=cache)  # the query is the cache's last position
         np.testing.assert_allclose(np.asarray(out)[:, 0], full[:, t], atol=1e-5)
+    # Two new positions at once see each other causally.
+    keys, values = layer.compute_key_value(query[:, :2])
+    out = layer(query[:, 2:4], use_causal_mask=True, key_value=tuple(
+        ops.concatenate([a, b], axis=2) for a, b in zip((keys, values), layer.compute_key_value(query[:, 2:4]))))
+    np.testing.assert_allclose(np.asarray(out), full[:, 2:4], atol=1e-5)
 
 
 def test_static_cache_equals_plain_cross_attention():
     query, value = make_inputs(5)
     layer = MultiHeadAttention(num_heads=4, key_dim=4)
     plain = layer(query, value)
-    cache = layer.compute_key_value(value)
-    cached, returned = layer(query, None, cache=cache)
+    projected = layer.compute_key_value(value)
+    cached = layer(query, None, key_value=projected)
     np.testing.assert_allclose(cached, plain, atol=1e-6)
-    for got, want in zip(returned, cache):  # a static cache comes back unchanged
-        np.testing.assert_array_equal(got, want)
+    # Keys shared by G = 2 query rows: each key row serves two consecutive query rows.
+    shared = layer(np.repeat(query, 2, axis=0), None, key_value=projected)
+    np.testing.assert_allclose(shared, np.repeat(np.asarray(plain), 2, axis=0), atol=1e-6)
 
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_keeps_scores_float32(policy):
     query, value = make_inputs(6)
     layer = MultiHeadAttention(num_heads=4, key_dim=4, dtype=policy)
-    out, scores = layer(query, value, return_attention_scores=True)
+    out, scores = layer.call_with_scores(query, value)
     assert out.dtype == keras.DTypePolicy(policy).compute_dtype
     assert scores.dtype == "float32"
     np.testing.assert_allclose(np.asarray(ops.sum(scores, -1)), 1.0, atol=1e-5)
@@ -134,8 +143,9 @@ def test_round_trips(tmp_path):
     assert_round_trips(build, [query, value, mask], tmp_path)
 
 
-def test_rejects_a_cache_index_without_a_cache():
+def test_needs_a_value_or_projected_keys_and_values():
     query, _ = make_inputs()
     layer = MultiHeadAttention(num_heads=2, key_dim=8)
-    with pytest.raises(ValueError, match="cache_update_index"):
-        layer(query, query, cache_update_index=0)
+    layer(query, query)
+    with pytest.raises(ValueError, match="value is required unless key_value is given"):
+        layer(query)

@@ -68,11 +68,11 @@ def test_decoder_cache_steps_equal_the_full_pass():
     source_mask[1, :, 5:] = False
     full = np.asarray(decoder(X, MEMORY, self_attention_mask=masks.causal_mask(5, 5),
                               cross_attention_mask=source_mask))
-    cache = decoder.init_cache(MEMORY, max_length=5)
+    cache = decoder.init_cache(MEMORY)
     for t in range(5):
-        out, cache = decoder.decode_step(X[:, t:t + 1], cache, t, self_attention_mask=masks.causal_mask(1, 5, t),
-                                         cross_attention_mask=source_mask)
+        out, cache = decoder.decode_next(X[:, t:t + 1], cache, cross_attention_mask=source_mask)
         np.testing.assert_allclose(np.asarray(out)[:, 0], full[:, t], atol=1e-5)
+        assert all(tuple(layer["self"][0].shape) == (2, H, t + 1, D // H) for layer in cache)  # grown by one
 
 
 def test_decoder_returns_cross_attention_scores_per_layer():
