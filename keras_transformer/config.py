@@ -24,6 +24,7 @@ This module imports nothing else of the package: the layers above it
 """
 
 import dataclasses
+import re
 import typing
 
 # tf.distribute strategies by flag value (built by training.distribution.make_strategy).
@@ -32,7 +33,7 @@ STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 # A fine-tuning run (--init-from) takes these from the run it starts from: they fix the weights' shapes.
 INHERITED_BY_INIT_FROM = ("preset", "vocab_size")
 RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset", "validation", "test",
-                     "init_from")
+                     "init_from", "time_budget")
 
 
 def setting(default, help, *, flag=None, shared_with=None):
@@ -41,6 +42,17 @@ def setting(default, help, *, flag=None, shared_with=None):
     takes its value from (it is then no flag of its own)."""
     metadata = {"help": help, "flag": flag, "shared_with": shared_with}
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def parse_minutes(text):
+    """Minutes in a --time-budget: `25`, `25m`, `90min`, `1.5h` or `45s`; ValueError otherwise."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(h|m|min|s)?\s*", str(text))
+    if not match:
+        raise ValueError(f"--time-budget {text!r} is not a duration; expected minutes (25), or 90m, 1.5h, 45s.")
+    value = float(match.group(1)) * {"h": 60.0, "m": 1.0, "min": 1.0, "s": 1 / 60.0, None: 1.0}[match.group(2)]
+    if value <= 0:
+        raise ValueError(f"--time-budget {text!r} must be positive.")
+    return value
 
 
 def _at_least(section, minimum, *names):
@@ -110,7 +122,15 @@ class TrainingSettings:
     strategy: str = setting(
         "default", "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (reads "
         "TF_CONFIG), tpu.")
-    steps: int = setting(800, "Optimizer updates to run in total (the paper: 100000 for base, 300000 for big).")
+    steps: int = setting(
+        800, "Optimizer updates to run in total (the paper: 100000 for base, 300000 for big). With --time-budget "
+        "the budget wins: the run plans its own updates and ignores this flag.")
+    time_budget: str | None = setting(
+        None, "Train for this long: minutes (25), or 90m, 1.5h. The run measures this machine, plans its updates, "
+        "checkpoint interval and warm-up, ends its learning rate at zero when the budget is spent, and chooses "
+        "what you did not set (model, vocabulary, dropout, ...) from the corpus' size and the budget; it prints "
+        "a 'recipe:' block saying why. The budget covers training, validation and the model choice, not the "
+        "test and export after them. A run started again continues its budget.")
     grad_accum: int = setting(1, "Accumulate gradients over this many batches per update.")
     jit_compile: bool = setting(False, "Compile the train step with XLA.")
     warmup_steps: int = setting(
@@ -138,6 +158,11 @@ class TrainingSettings:
                   "average_last")
         if not 0.0 <= self.cooldown <= 1.0:
             raise ValueError(f"cooldown must be a fraction of the run in [0, 1]; got {self.cooldown}.")
+        if self.time_budget is not None:
+            parse_minutes(self.time_budget)
+            if self.cooldown <= 0:
+                raise ValueError("--time-budget needs a cool-down (--cooldown > 0): the learning rate ends at zero "
+                                 "when the budget is spent.")
         if self.average_last > self.keep_checkpoints:
             raise ValueError(f"average_last ({self.average_last}) cannot exceed keep_checkpoints "
                              f"({self.keep_checkpoints}): only kept checkpoints can be averaged.")
@@ -238,12 +263,13 @@ class _RunConfigMethods:
     bleu_validation = property(lambda self: self.section("bleu_validation"))
     decoding = property(lambda self: self.section("decoding"))
 
-    def check_resumes(self, previous):
+    def check_resumes(self, previous, names=RESUME_MUST_MATCH):
         """Raises ValueError if this run cannot continue `previous` (the run
         already in the model directory): it names the settings that differ
-        among those that fix the vocabulary and the weights' shapes."""
+        among `names`, those that fix the data, the vocabulary, the weights'
+        shapes and the time budget."""
         changed = [f"--{name.replace('_', '-')} {getattr(previous, name)!r} -> {getattr(self, name)!r}"
-                   for name in RESUME_MUST_MATCH if getattr(previous, name) != getattr(self, name)]
+                   for name in names if getattr(previous, name) != getattr(self, name)]
         if changed:
             raise ValueError(
                 f"{self.model_dir!r} holds a run with other settings ({'; '.join(changed)}); "

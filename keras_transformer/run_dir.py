@@ -10,6 +10,8 @@
         average.weights.h5       the mean of the last kept checkpoints
         validation.json          val_bleu / val_chrf of every interval
       model_choice.json          which of last / average / best the run uses
+      budget.json                with --time-budget: the plan, the recipe's
+                                 choices, the time spent and the updates made
       backup/                    Keras' BackupAndRestore state, for resuming
       logs/                      TensorBoard
       <split>.hypotheses.txt     translations written by evaluation
@@ -47,6 +49,7 @@ class RunDir:
     CONFIG = "run_config.json"
     VOCABULARY = "sentencepiece.model"
     CHOICE = "model_choice.json"
+    BUDGET = "budget.json"
 
     def __init__(self, path):
         self.path = str(path)
@@ -85,6 +88,10 @@ class RunDir:
     @property
     def choice_path(self):
         return self._join(self.CHOICE)
+
+    @property
+    def budget_path(self):
+        return self._join(self.BUDGET)
 
     @property
     def backup_dir(self):
@@ -156,6 +163,14 @@ class RunDir:
     def write_choice(self, record):
         """Records the model choice; `record["path"]` is stored relative to the run folder."""
         self._write_json(self.choice_path, {**record, "path": os.path.relpath(record["path"], self.path)})
+
+    def read_budget(self):
+        """The time budget record (see `training.budget`), or None without a budget."""
+        return self._read_json(self.budget_path)
+
+    def write_budget(self, record):
+        """Updates the time budget record with the keys of `record`."""
+        self._write_json(self.budget_path, {**(self.read_budget() or {}), **record})
 
     def read_validation_state(self):
         """The raw validation record (see `training.bleu_validation`), or None."""

@@ -604,8 +604,9 @@ def test_fine_tuning_command(tmp_path, trained_tiny_run):
 
 def test_real_data_commands(tmp_path, small_corpus):
     """The README's real-data section on a generated stand-in for the
-    LibreOffice corpus (2,300 pairs at ../shared/data/), a tiny model and 6
-    updates: the split commands, training with --test, and the plot."""
+    LibreOffice corpus (2,300 pairs at ../shared/data/), a tiny model and a
+    1.5-minute budget: the split commands, training with --test and
+    --time-budget, and the plot."""
     from keras_transformer.data.numerals_en_de import generator as corpus
 
     checkout = make_checkout(tmp_path)
@@ -616,10 +617,13 @@ def test_real_data_commands(tmp_path, small_corpus):
     bash(checkout, readme_command(r"^tail -n 2000 "))
     assert (checkout / "libreoffice.test.tsv").read_text(encoding="utf-8") == "".join(
         f"{s}\t{t}\n" for s, t in pairs[300:])
+    command = readme_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ")
+    assert command.endswith(" --time-budget 25")
+    model_dir = re.search(r"--model-dir (\S+)", readme_command(r"^python scripts/plot_history\.py ")).group(1)
     scale = TINY_SCALE + ["--vocab-size", "500", "--checkpoint-every", "2", "--bleu-sentences", "5",
-                          "--max-output-extra", "5"]
-    out = bash(checkout, readme_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv "),
-               KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
+                          "--max-output-extra", "5", "--time-budget", "1.5", "--model-dir", model_dir]
+    out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
+    assert "recipe:\n" in out and "Time budget: 1.5 minutes; planned " in out
     # 300 training lines: validation draws 7 (2.5%), the explicit test set leaves training as it is.
     assert "Training data: 293 pairs from libreoffice.train.tsv; skipped lines: none; " \
            "removed as copies of validation/test pairs: 0" in out
@@ -630,7 +634,8 @@ def test_real_data_commands(tmp_path, small_corpus):
     plotted = bash(checkout, readme_command(r"^python scripts/plot_history\.py ")).stdout.splitlines()
     output = re.search(r"--output (\S+)", readme_command(r"^python scripts/plot_history\.py ")).group(1)
     assert plotted[0].split() == ["updates", "minutes", "val_bleu", "val_chrf"]
-    assert [int(line.split()[0]) for line in plotted[1:4]] == [2, 4, 6] and plotted[4] == output
+    updates = [int(line.split()[0]) for line in plotted[1:-1]]  # every 2 (the scale's interval) until the budget
+    assert updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates[-1] > updates[-2] and plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

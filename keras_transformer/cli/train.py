@@ -69,8 +69,16 @@ def _train_parser():
     return parser
 
 
+def given_flags(argv):
+    """The settings named by the flags in `argv` (`--vocab-size 8000` and
+    `--vocab-size=8000` give "vocab_size"): what a time-budgeted run's
+    recipe leaves as the user set it."""
+    return {token[2:].split("=")[0].replace("-", "_") for token in argv if token.startswith("--")}
+
+
 def train_main(argv=None):
     parser = _train_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(parser.parse_args(argv))
     inspect = args.pop("inspect_data")
     given = {name for name in _INHERITED if name in args}
@@ -97,7 +105,7 @@ def train_main(argv=None):
             tokenizer = vocabulary.load_tokenizer(config.data, run_dir, config.init_from)
             print(format_summary(summarize(config.data, tokenizer)))
             return 0
-        recipe.train_and_evaluate(config)
+        recipe.train_and_evaluate(config, fixed=given_flags(argv))
     except (FileNotFoundError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 1

@@ -90,6 +90,7 @@ class BleuValidation(keras.callbacks.Callback):
         self.patience = int(patience)
         self.updates_per_interval = int(updates_per_interval)
         self.state = None
+        self.decode_seconds = None  # the last validation decode's, for `budget.TimeBudget`
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.state is not None:
@@ -112,13 +113,14 @@ class BleuValidation(keras.callbacks.Callback):
         self._start = time.perf_counter()
 
     def on_epoch_end(self, epoch, logs=None):
+        decode_start = time.perf_counter()
         hypotheses = self.translate(self.sentences)
+        self.decode_seconds = time.perf_counter() - decode_start
         scores = evaluation.score(hypotheses, self.references)
         figures = {"val_bleu": scores["bleu"], "val_chrf": scores["chrf"]}
         if logs is not None:
             logs.update(figures)
-        figures.update(updates=(epoch + 1) * self.updates_per_interval,
-                       seconds=self._seconds_before + time.perf_counter() - self._start)
+        figures.update(updates=self._updates(epoch), seconds=self._seconds_before + time.perf_counter() - self._start)
         self.state["scores"][epoch] = figures
         best, waited = progress(self.state["scores"])
         if best == epoch:
@@ -131,6 +133,17 @@ class BleuValidation(keras.callbacks.Callback):
                   f"(best {self.state['scores'][best]['val_bleu']:.2f} after interval {best + 1}).",
                   flush=True)
             self.model.stop_training = True
+
+    def _updates(self, interval):
+        """Updates made by the end of `interval`: a whole number of intervals,
+        unless a time budget ended this one early (the optimizer's count)."""
+        nominal = (interval + 1) * self.updates_per_interval
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is None:
+            return nominal
+        accumulation = getattr(optimizer, "gradient_accumulation_steps", None) or 1
+        counted = int(keras.ops.convert_to_numpy(optimizer.iterations)) // accumulation
+        return counted if 0 < counted < nominal else nominal
 
     def _write_state(self):
         self.run_dir.write_validation_state({"scores": {str(e): s for e, s in sorted(self.state["scores"].items())},

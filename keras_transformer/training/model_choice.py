@@ -3,8 +3,10 @@
 The paper averages the last 5 (base) or 20 (big) checkpoints (section 6.1).
 `choose_model` makes up to three candidates from a run's checkpoint folder:
 - "last": the newest kept checkpoint;
-- "average": the element-wise mean of the last `average_last` kept ones,
-  written to the run folder;
+- "average": the element-wise mean of the last `average_last` kept ones
+  that end inside the learning rate's cool-down (with fewer than two, there
+  is no average, and no validation decode is spent on one), written to the
+  run folder;
 - "best": the weights of the interval with the best validation BLEU during
   training (`bleu_validation.BleuValidation`).
 It scores each on validation sentences with the run's own decoding (beam
@@ -21,15 +23,16 @@ from keras_transformer.training import bleu_validation, checkpoints
 CANDIDATES = ("last", "average", "best")
 
 
-def candidates(run_dir, average_last):
+def candidates(run_dir, average_last, first_interval=0):
     """{name: weights path} of a run (a `RunDir`), without duplicates: "best"
     is left out when it is the last interval, "average" when it would average
-    one file."""
+    one file. Only checkpoints of intervals from `first_interval` on (those
+    that end inside the cool-down) are averaged."""
     kept = run_dir.checkpoints()
     if not kept:
         raise FileNotFoundError(f"No checkpoints in {run_dir.checkpoint_dir!r}.")
     found = {"last": kept[-1]}
-    to_average = kept[-int(average_last):]
+    to_average = [path for path in kept[-int(average_last):] if run_dir.checkpoint_interval(path) >= first_interval]
     if len(to_average) > 1:
         found["average"] = run_dir.average_weights_path
         checkpoints.average_checkpoints(to_average, found["average"])
@@ -40,8 +43,9 @@ def candidates(run_dir, average_last):
     return found
 
 
-def choose_model(run_dir, model, translate, sentences, references, average_last=5):
-    """Scores the candidates of `run_dir` and records the choice.
+def choose_model(run_dir, model, translate, sentences, references, average_last=5, first_interval=0):
+    """Scores the candidates of `run_dir` and records the choice. The average
+    is of the last `average_last` checkpoints from `first_interval` on.
 
     model: the run's built model; its weights are set to each candidate in
         turn and left at the chosen one.
@@ -50,7 +54,7 @@ def choose_model(run_dir, model, translate, sentences, references, average_last=
     "chrf", "exact_match"}}, "validation_sentences": int}; the run's model
     choice record holds the same (`RunDir.write_choice`).
     """
-    found = candidates(run_dir, average_last)
+    found = candidates(run_dir, average_last, first_interval)
     scores = {}
     for name, path in found.items():
         model.load_weights(path)

@@ -136,20 +136,55 @@ class LinearCooldown(_WrapsSchedule):
         }
 
 
-def make_schedule(d_model, training):
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class BudgetCooldown(_WrapsSchedule):
+    """`schedule`, scaled down linearly to zero over the last `cooldown` share
+    of a run whose length is a variable that training refines.
+
+    lrate(step) = schedule(step) * clip((total - step) / (cooldown * total), 0, 1)
+
+    `total` is a non-trainable variable (`TimeBudget` assigns it); the
+    saved config records its value.
+    """
+
+    def __init__(self, schedule, total_updates, cooldown):
+        if not 0.0 < float(cooldown) <= 1.0:
+            raise ValueError(f"cooldown must be in (0, 1]; got {cooldown}.")
+        self.schedule = schedule
+        self.cooldown = float(cooldown)
+        if isinstance(total_updates, (int, float)):
+            total_updates = keras.Variable(float(total_updates), trainable=False, dtype="float32",
+                                           name="budget_total_updates")
+        self.total_updates = total_updates
+
+    def __call__(self, step):
+        total = ops.convert_to_tensor(self.total_updates)
+        remaining = (total - ops.cast(step, "float32")) / (self.cooldown * total)
+        return self.schedule(step) * ops.clip(remaining, 0.0, 1.0)
+
+    def get_config(self):
+        return {"schedule": keras.saving.serialize_keras_object(self.schedule),
+                "total_updates": float(ops.convert_to_numpy(self.total_updates)), "cooldown": self.cooldown}
+
+
+def make_schedule(d_model, training, budget_updates=None):
     """The run's schedule: the paper's warm-up and inverse square root, with the
     linear cool-down of `training.cooldown` and counted per update under
-    gradient accumulation. `training`: a `config.TrainingSettings`."""
+    gradient accumulation. `training`: a `config.TrainingSettings`. With
+    `budget_updates` (a time budget's planned updates), the cool-down ends at
+    a length that training refines (`BudgetCooldown`)."""
     schedule = TransformerSchedule(d_model, training.warmup_steps, training.learning_rate_scale)
     cooldown_steps = round(training.cooldown * training.steps)
-    if cooldown_steps:
+    if budget_updates is not None:
+        schedule = BudgetCooldown(schedule, budget_updates, training.cooldown)
+    elif cooldown_steps:
         schedule = LinearCooldown(schedule, training.steps, cooldown_steps)
     if training.grad_accum > 1:
         schedule = PerUpdateSchedule(schedule, training.grad_accum)
     return schedule
 
 
-def make_optimizer(d_model, training):
+def make_optimizer(d_model, training, budget_updates=None):
     """Adam(0.9, 0.98, 1e-9) on `make_schedule`, accumulating `training.grad_accum` batches per update."""
-    return paper_adam(make_schedule(d_model, training),
+    return paper_adam(make_schedule(d_model, training, budget_updates),
                       gradient_accumulation_steps=training.grad_accum if training.grad_accum > 1 else None)

@@ -18,15 +18,18 @@ the default folders, resolves the precision, records the run in its folder
 import dataclasses
 import time
 
-from keras_transformer.config import INHERITED_BY_INIT_FROM
-from keras_transformer.data import sources
+import keras
+
+from keras_transformer.config import INHERITED_BY_INIT_FROM, RESUME_MUST_MATCH, parse_minutes
+from keras_transformer.data import corpus_size, sources
 from keras_transformer.decoding import evaluation
 from keras_transformer.decoding.restore import make_translator
 from keras_transformer.export import saved_model
 from keras_transformer.modeling import presets
 from keras_transformer.modeling.precision import resolve_precision
+from keras_transformer.modeling.transformer import build_transformer
 from keras_transformer.run_dir import RunDir, default_export_dir, default_model_dir
-from keras_transformer.training import distribution, fine_tuning, model_choice, trainer
+from keras_transformer.training import auto_config, budget, distribution, fine_tuning, model_choice, trainer
 
 
 def with_default_folders(config):
@@ -62,10 +65,62 @@ def prepare_run_dir(config, run_dir):
     run_dir.save_config(config)
 
 
-def start_run(config):
-    """Checks `config`, fills in its folders and precision, builds the
-    strategy and records the run in this worker's folder. Returns (config,
-    strategy, run_dir)."""
+def probe(config):
+    """`probe(preset, vocab_size, batch_tokens, mean_length)` -> seconds per
+    update of that model on this machine, in the run's precision."""
+    def seconds(preset, vocab_size, batch_tokens, mean_length):
+        keras.utils.set_random_seed(config.seed)
+        model = build_transformer(preset, vocab_size, config.precision, config.dropout)
+        trainer.compile_model(model, config.training)
+        batch = budget.synthetic_batch(vocab_size, batch_tokens, mean_length)
+        return budget.probe_seconds_per_update(model, batch)
+
+    return seconds
+
+
+def plan_budget(config, run_dir, started, fixed=()):
+    """A time-budgeted run's config: resumed as recorded, or chosen by the
+    recipe (`auto_config.choose`) and planned (`budget.plan`) on this
+    machine, the plan and the reasons going to the run's budget record."""
+    budget_seconds = parse_minutes(config.time_budget) * 60.0
+    record = run_dir.read_budget() if run_dir.has_config() else None
+    if record and "plan" in record:
+        recorded = run_dir.load_config()
+        # The budget and the data must be the run's, and so must what the user set; the recipe's choices are.
+        config.check_resumes(recorded, [n for n in RESUME_MUST_MATCH if n not in auto_config.CHOSEN or n in fixed])
+        print(f"Resuming a {recorded.time_budget}-minute budget: {record.get('spent_seconds', 0.0) / 60.0:.1f} "
+              "minutes spent.", flush=True)
+        return dataclasses.replace(recorded, model_dir=config.model_dir, export_dir=config.export_dir), None
+    if config.strategy != "default":
+        raise ValueError("--time-budget plans the run on one device; use --strategy default.")
+    print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
+    corpus = corpus_size.measure(config.data)
+    config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config), fixed)
+    plan = budget.plan(budget_seconds, time.monotonic() - started, seconds, auto_config.WARMUP_SHARE)
+    if "checkpoint_every" in fixed:
+        plan = budget.with_interval(plan, config.checkpoint_every)
+    planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}
+    if "warmup_steps" not in fixed:
+        planned["warmup_steps"] = plan.warmup
+    if "learning_rate_scale" not in fixed:
+        planned["learning_rate_scale"] = round(auto_config.rate_scale(config.preset, planned.get(
+            "warmup_steps", config.warmup_steps)), 4)
+    config = dataclasses.replace(config, **planned)
+    why.append(f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
+               f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale {config.learning_rate_scale} "
+               f"(the peak of a {auto_config.PEAK_WARMUP.get(config.preset, 4000)}-update warm-up), "
+               "the rate at zero when the budget ends")
+    print("recipe:\n" + "\n".join(f"  {line}" for line in why), flush=True)
+    return config, {"plan": dataclasses.asdict(plan), "recipe": why, "spent_seconds": 0.0}
+
+
+def start_run(config, fixed=()):
+    """Checks `config`, fills in its folders and precision (and, with a time
+    budget, what the recipe chooses: `plan_budget`), builds the strategy and
+    records the run in this worker's folder. `fixed`: the settings the user
+    gave, which the recipe keeps. Returns (config, strategy, run_dir, the
+    `time.monotonic()` at which the run began)."""
+    started = time.monotonic()
     config = with_default_folders(config)
     presets.get_preset(config.preset)  # raises on unknown names, before any work
     auto = config.precision == "auto"
@@ -77,18 +132,34 @@ def start_run(config):
     if config.init_from:
         fine_tuning.check_compatible(config.init_from, config.model_dir,
                                      {name: getattr(config, name) for name in INHERITED_BY_INIT_FROM})
+    record = None
+    if config.time_budget:
+        config, record = plan_budget(config, run_dir, started, fixed)
     prepare_run_dir(config, run_dir)
-    return config, strategy, run_dir
+    if record:
+        run_dir.write_budget(record)
+    return config, strategy, run_dir, started
 
 
-def train(config, verbose="auto"):
+def train(config, verbose="auto", fixed=()):
     """Runs (or resumes) the training part of the run: `start_run`, then
     `trainer.train` with each section. Returns (config as recorded, model,
     tokenizer, strategy, history)."""
-    config, strategy, run_dir = start_run(config)
+    config, strategy, run_dir, started = start_run(config, fixed)
     model, tokenizer, history = trainer.train(config.data, config.model, config.training, config.bleu_validation,
-                                              config.decoding, run_dir, strategy, verbose)
+                                              config.decoding, run_dir, strategy, verbose, budget_start=started)
     return config, model, tokenizer, strategy, history
+
+
+def first_cooldown_interval(training, run_dir):
+    """The first checkpoint interval that ends inside the learning rate's
+    cool-down, where the averaged checkpoints come from; 0 without a
+    cool-down (the paper averages the last checkpoints of its whole run)."""
+    if not training.cooldown:
+        return 0
+    record = run_dir.read_budget() if training.time_budget else None
+    updates = record["made_updates"] if record and "made_updates" in record else training.steps
+    return int(updates * (1.0 - training.cooldown)) // training.interval
 
 
 def _print_scores(label, scores):
@@ -96,12 +167,13 @@ def _print_scores(label, scores):
           f"exact match {scores['exact_match']:5.1f}%")
 
 
-def train_and_evaluate(config, examples=5):
+def train_and_evaluate(config, examples=5, fixed=()):
     """Returns a dict with the test scores, the model choice, the hypotheses
     path and the export path. `config` is the whole `RunConfig`; each step
-    gets its section."""
+    gets its section. `fixed`: the settings the user gave (the CLI's flags),
+    which a time-budgeted run's recipe keeps."""
     start = time.perf_counter()
-    config, model, tokenizer, strategy, _ = train(config)
+    config, model, tokenizer, strategy, _ = train(config, fixed=fixed)
     is_chief, _ = distribution.worker_role(strategy)
     result = {"train_seconds": time.perf_counter() - start}
     if not is_chief:
@@ -114,7 +186,8 @@ def train_and_evaluate(config, examples=5):
 
     sentences, references = sources.read_split(data, "validation", limit=config.bleu_sentences or None)
     print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {config.beam_size}):")
-    choice = model_choice.choose_model(run_dir, model, translate, sentences, references, config.average_last)
+    choice = model_choice.choose_model(run_dir, model, translate, sentences, references, config.average_last,
+                                       first_cooldown_interval(config.training, run_dir))
     for name in model_choice.CANDIDATES:
         if name in choice["scores"]:
             _print_scores(f"  {name}" + (" (chosen)" if name == choice["chosen"] else ""), choice["scores"][name])

@@ -15,10 +15,11 @@ Each function takes the settings sections it uses (`config.DataSettings`,
 
 import keras
 
+from keras_transformer.config import parse_minutes
 from keras_transformer.data import pipeline, sources
 from keras_transformer.decoding.restore import make_translator
 from keras_transformer.modeling.transformer import build_transformer
-from keras_transformer.training import bleu_validation, checkpoints, fine_tuning
+from keras_transformer.training import bleu_validation, budget, checkpoints, fine_tuning
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.optimization import make_optimizer
@@ -26,11 +27,13 @@ from keras_transformer.training.throughput import Throughput
 from keras_transformer.training.vocabulary import load_tokenizer
 
 
-def compile_model(model, training, metrics=()):
+def compile_model(model, training, metrics=(), budget_updates=None):
     """Adam(0.9, 0.98, 1e-9) on the warm-up schedule (with the run's linear
-    cool-down, if any) and the label-smoothed loss."""
+    cool-down, if any; with a time budget's `budget_updates`, one that ends
+    where training says) and the label-smoothed loss."""
     model.compile(
-        optimizer=make_optimizer(model.d_model, training),  # Keras wraps it in a LossScaleOptimizer under mixed_float16.
+        # Keras wraps it in a LossScaleOptimizer under mixed_float16.
+        optimizer=make_optimizer(model.d_model, training, budget_updates),
         loss=LabelSmoothedCrossEntropy(training.label_smoothing),
         metrics=list(metrics),
         jit_compile=training.jit_compile,
@@ -70,10 +73,16 @@ def describe_training_data(data, stats):
             f"removed as copies of validation/test pairs: {stats.held_out_duplicates:,}")
 
 
-def train(data, model_settings, training, validation, decoding, run_dir, strategy, verbose="auto"):
+def train(data, model_settings, training, validation, decoding, run_dir, strategy, verbose="auto",
+          budget_start=None):
     """Runs (or resumes) training in `run_dir` (this worker's `RunDir`, which
     already records the run: `recipe.start_run`) under `strategy`. Returns
     (model, tokenizer, history).
+
+    With `training.time_budget`, the run follows the plan in the run
+    folder's budget record (`budget.Plan`, made by the recipe) and stops
+    when the budget is spent (`budget.TimeBudget`); `budget_start` is the
+    `time.monotonic()` at which this process began spending it.
 
     Takes the sections it uses: `config.DataSettings`, `ModelSettings` (its
     precision already resolved), `TrainingSettings`, `ValidationSettings`
@@ -98,24 +107,40 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
         validation_pairs, tokenizer, data.batch_tokens, data.max_length, training=False
     )
 
+    plan = budget.Plan(**run_dir.read_budget()["plan"]) if training.time_budget else None
     with strategy.scope():
         accuracy = MaskedAccuracy()
         model = build_transformer(model_settings.preset, tokenizer.vocab_size, model_settings.precision,
                                   model_settings.dropout)
         if training.init_from:
             model.load_weights(fine_tuning.initial_weights(training.init_from))
-        compile_model(model, training, [accuracy])
+        total = None if plan is None else keras.Variable(float(plan.updates), trainable=False, name="budget_total")
+        compile_model(model, training, [accuracy], total)
 
     if bleu_validation.stopped_early(run_dir, validation.early_stopping):
         print(f"The run in {run_dir.path!r} already stopped early; nothing to train.", flush=True)
         model.load_weights(run_dir.checkpoints()[-1])
         return model, tokenizer, None
+    if plan is not None and run_dir.read_budget().get("stopped") and run_dir.checkpoints():
+        print(f"The run in {run_dir.path!r} has spent its time budget; nothing to train.", flush=True)
+        model.load_weights(run_dir.checkpoints()[-1])
+        return model, tokenizer, None
+    callbacks = make_callbacks(run_dir, data, training, validation, decoding, accuracy, model, tokenizer)
+    timer = None
+    if plan is not None:  # after BackupAndRestore, which restores a resumed run's update count
+        scorer = next((c for c in callbacks if isinstance(c, bleu_validation.BleuValidation)), None)
+        timer = budget.TimeBudget(run_dir, parse_minutes(training.time_budget) * 60.0, plan, total,
+                                  batches_per_update=training.grad_accum, process_start=budget_start,
+                                  validation=scorer)
+        callbacks.append(timer)
     history = model.fit(
         train_batches,
         epochs=training.steps // training.interval,
         steps_per_epoch=training.interval * training.grad_accum,
         validation_data=validation_batches,
-        callbacks=make_callbacks(run_dir, data, training, validation, decoding, accuracy, model, tokenizer),
+        callbacks=callbacks,
         verbose=verbose,
     )
+    if timer is not None:
+        print(timer.summary(), flush=True)
     return model, tokenizer, history

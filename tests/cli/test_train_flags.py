@@ -44,3 +44,10 @@ def test_the_train_flags_keep_their_types():
     assert args.dropout == 0.2 and args.steps == 10 and args.jit_compile is True
     assert _train_parser().parse_args(["--no-jit-compile"]).jit_compile is False
     assert _train_parser().parse_args([]).dropout is None
+
+
+def test_the_flags_a_user_gave_are_what_the_recipe_keeps():
+    from keras_transformer.cli.train import given_flags
+
+    assert given_flags(["--dataset", "c.tsv", "--vocab-size", "8000", "--dropout=0.2", "--no-jit-compile"]) == {
+        "dataset", "vocab_size", "dropout", "no_jit_compile"}

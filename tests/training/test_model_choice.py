@@ -74,3 +74,25 @@ def test_without_a_choice_the_scripts_use_the_newest_checkpoint(tmp_path):
     assert run_dir.default_weights().endswith("ckpt-00002.weights.h5")
     with pytest.raises(FileNotFoundError, match="No checkpoints"):
         RunDir(tmp_path / "empty").default_weights()
+
+
+def test_only_checkpoints_inside_the_cool_down_are_averaged(tmp_path):
+    run_dir = make_run(tmp_path, [0.0, 1.0, 2.0, 3.0, 4.0], best_epoch=1)
+    found = model_choice.candidates(run_dir, average_last=5, first_interval=3)
+    assert set(found) == {"last", "average", "best"}
+    averaged = marked_model()
+    averaged.load_weights(found["average"])
+    assert float(averaged.layers[-1].kernel.numpy()[0, 0]) == pytest.approx(3.5)  # intervals 3 and 4 only
+
+
+def test_a_run_with_one_checkpoint_in_the_cool_down_has_no_average(tmp_path):
+    run_dir = make_run(tmp_path, [0.0, 1.0, 2.0], best_epoch=2)
+    assert set(model_choice.candidates(run_dir, average_last=5, first_interval=2)) == {"last"}
+    decodes = []
+
+    def translate(sentences):
+        decodes.append(len(sentences))
+        return sentences
+
+    record = model_choice.choose_model(run_dir, marked_model(), translate, REFERENCES, REFERENCES, 5, 2)
+    assert set(record["scores"]) == {"last"} and len(decodes) == 1  # no validation decode spent on an average

@@ -58,3 +58,21 @@ def test_linear_cooldown_falls_to_zero_over_the_last_steps():
 def test_linear_cooldown_rejects_a_length_outside_the_run(cooldown_steps):
     with pytest.raises(ValueError, match=f"cooldown_steps={cooldown_steps}, total_steps=10"):
         kt.schedule.LinearCooldown(kt.TransformerSchedule(256, 4), 10, cooldown_steps)
+
+
+def test_budget_cooldown_follows_its_variable_to_zero():
+    from keras_transformer.training.optimization import BudgetCooldown
+
+    base = kt.TransformerSchedule(d_model=64, warmup_steps=10)
+    total = keras.Variable(100.0, trainable=False)
+    schedule = BudgetCooldown(base, total, cooldown=0.5)
+    assert float(schedule(40)) == pytest.approx(float(base(40)))
+    assert float(schedule(75)) == pytest.approx(0.5 * float(base(75)))
+    assert float(schedule(100)) == 0.0
+    total.assign(200.0)  # training found time for more updates: the cool-down moves
+    assert float(schedule(100)) == pytest.approx(float(base(100)))
+    assert float(schedule(150)) == pytest.approx(0.5 * float(base(150)))
+    restored = BudgetCooldown.from_config(schedule.get_config())
+    assert float(restored(150)) == pytest.approx(float(schedule(150)))
+    with pytest.raises(ValueError, match=r"cooldown must be in \(0, 1\]; got 0.0"):
+        BudgetCooldown(base, 100, 0.0)

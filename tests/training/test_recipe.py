@@ -107,3 +107,45 @@ def test_auto_precision_keeps_the_policy_a_resumed_run_recorded(tmp_path, monkey
     run_dir.save_config(RunConfig(precision="mixed_bfloat16", model_dir=str(tmp_path / "run")))
     assert recipe.resolved_precision(RunConfig(), run_dir) == "mixed_bfloat16"
     assert recipe.resolved_precision(RunConfig(precision="mixed_float16"), run_dir) == "mixed_float16"
+
+
+@pytest.mark.slow
+def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_corpus, capsys):
+    """`train.py --time-budget` end to end on the tiny preset: the recipe's
+    block, the plan and the updates made in the run folder, the last
+    checkpoint's update count equal to the record's, a second start that
+    resumes the spent budget, and the errors for a conflicting or too small
+    budget. Nothing here depends on how fast this machine is."""
+    import h5py
+
+    from keras_transformer import cli
+    from keras_transformer.run_dir import RunDir
+    from tests.conftest import run_entry_point, write_tsv
+
+    train, test = small_corpus
+    corpus = write_tsv(tmp_path / "c.tsv", train + test)
+    run = str(tmp_path / "run")
+    args = ["--dataset", corpus, "--time-budget", "1.5", "--preset", "tiny", "--model-dir", run, "--export-dir", ""]
+    code, out, err = run_entry_point(cli.train_main, args, capsys)
+    assert code == 0, err
+    block = out.split("recipe:\n")[1].split("\n")
+    assert "preset tiny (your flag)" in block[:10]
+    assert any(line.strip().startswith("vocab_size 800: ") for line in block[:10])  # 1,6xx word types, halved
+    run_dir = RunDir(run)
+    record, config = run_dir.read_budget(), run_dir.load_config()
+    assert (config.vocab_size, config.time_budget, config.checkpoint_every) == (800, "1.5", record["plan"]["interval"])
+    assert record["stopped"] and record["made_updates"] >= 1 and record["recipe"][0].startswith("vocab_size 800")
+    with h5py.File(run_dir.checkpoints()[-1], "r") as f:
+        assert int(f["optimizer/vars/0"][()]) == record["made_updates"]  # the updates made are the record's
+    assert f"made {record['made_updates']} " in out and f"planned {record['plan']['updates']} updates" in out
+
+    code, out, err = run_entry_point(cli.train_main, args, capsys)  # started again: the budget is spent
+    assert code == 0, err
+    assert "Resuming a 1.5-minute budget" in out
+    assert RunDir(run).read_budget()["made_updates"] == record["made_updates"]
+
+    code, _, err = run_entry_point(cli.train_main, [*args[:3], "3", *args[4:]], capsys)
+    assert code == 1 and "--time-budget '1.5' -> '3'" in err
+    code, _, err = run_entry_point(cli.train_main, [*args[:3], "1s", *args[4:6], "--model-dir",
+                                                    str(tmp_path / "short"), "--export-dir", ""], capsys)
+    assert code == 1 and "--time-budget 0.0166667 minutes leaves time for" in err and "Give at least" in err

@@ -1,0 +1,153 @@
+"""The recipe that follows the corpus and the time budget (`--time-budget`), as OpenNMT-tf's `--auto_config` does.
+
+`choose(config, corpus, budget_minutes, probe, fixed)` picks what the user
+did not set, from the corpus' size (`data.corpus_size.CorpusSize`) and from
+what the budget buys on this machine (`probe(preset, vocab_size,
+batch_tokens, mean_length)` -> seconds per update), and says why, one line
+per choice:
+
+- vocabulary: by the corpus' words. Sennrich and Zhang (2019) found small
+  corpora translate better with smaller subword vocabularies; here a real
+  18k-pair corpus scored 3.4 BLEU with 8,000 pieces against 0.59 with 1,000.
+- model: the small preset, unless the budget buys the base preset the
+  updates it needs (`BASE_MIN_UPDATES`); on a 2-core CPU an afternoon buys it
+  a few hundred.
+- dropout: by the epochs the budget buys. Few epochs cannot overfit, and
+  dropout slows learning (the built-in corpus at 4 epochs: no gain, 12%
+  slower updates); many epochs of a small corpus need it (0.1 in the paper,
+  0.3 in fairseq's transformer_iwslt_de_en for IWSLT's 160k pairs).
+- label smoothing: the paper's 0.1 (Sennrich and Zhang kept it on small data).
+- tokens per batch: 4,096 per side, the paper's 25,000 scaled to a CPU;
+  smaller batches made no measured gain here (a 2,048-token run on the 18k
+  corpus scored 0.65, with other changes).
+- maximum length: the corpus' long pairs (99th percentile) in pieces.
+- learning rate and warm-up: warm-up 10% of the planned updates, then the
+  paper's inverse square root, then the run's linear cool-down (--cooldown,
+  half the run) to zero exactly when the budget ends (Li et al., 2020:
+  budgeted training). The paper's schedule peaks at d_model^-0.5 /
+  sqrt(warm-up), so a short warm-up would peak higher than any run here was
+  measured at: `learning_rate_scale` keeps the peak of the main job
+  (small preset, warm-up 400), or the paper's (base, warm-up 4000).
+- validation: 200 sentences, so that validation and the model choice stay
+  a small share of the budget.
+
+Every choice is a flag: a flag the user gave is kept (`fixed`).
+
+References:
+    Sennrich and Zhang, "Revisiting Low-Resource Neural Machine Translation:
+    A Case Study", ACL 2019. Araabi and Monz, "Optimizing Transformer for
+    Low-Resource Neural Machine Translation", COLING 2020. Li, Yumer and
+    Ramanan, "Budgeted Training", ICLR 2020. Vaswani et al., 2017.
+"""
+
+import dataclasses
+import math
+
+from keras_transformer.modeling import presets
+
+# Subword pieces per whitespace word, about, for an 8k-32k SentencePiece model on European languages.
+PIECES_PER_WORD = 1.4
+# The base preset is chosen only when the budget buys it this many updates.
+BASE_MIN_UPDATES = 10_000
+# Dropout's cost per update, measured on the small preset (modeling/presets.py).
+DROPOUT_SLOWDOWN = 1.12
+BATCH_TOKENS = 4096
+VALIDATION_SENTENCES = 200
+WARMUP_SHARE = 0.1
+# The warm-up whose peak learning rate a preset keeps (see `rate_scale`).
+PEAK_WARMUP = {"tiny": 400, "small": 400, "base": 4000, "big": 4000}
+# What the recipe and the budget's plan may set (`choose`, `recipe.plan_budget`).
+CHOSEN = ("vocab_size", "batch_tokens", "preset", "dropout", "label_smoothing", "max_length", "bleu_sentences",
+          "learning_rate_scale", "steps", "checkpoint_every", "warmup_steps")
+
+
+def vocabulary_size(words, word_types=None):
+    """Pieces of the shared vocabulary for a corpus of `words` words (both
+    sides), at most half its `word_types` (SentencePiece cannot fill a
+    vocabulary much larger than a small, repetitive corpus' words)."""
+    size = 32000
+    for limit, pieces in ((200_000, 4000), (2_000_000, 8000), (20_000_000, 16000)):
+        if words < limit:
+            size = pieces
+            break
+    if word_types is not None:
+        size = min(size, max(300, 100 * (word_types // 200)))
+    return size
+
+
+def dropout_for(epochs):
+    """Residual dropout for a run that sees its corpus `epochs` times."""
+    if epochs < 4:
+        return 0.0
+    return 0.1 if epochs < 20 else 0.3
+
+
+def max_length_for(long_words):
+    """The training length cut, in pieces, that keeps the corpus' long pairs (a multiple of 16, 64-256)."""
+    return int(min(256, max(64, 16 * math.ceil(long_words * PIECES_PER_WORD / 16))))
+
+
+def epochs(updates, batch_tokens, corpus):
+    """Passes over the corpus that `updates` batches of `batch_tokens` target tokens make."""
+    target_tokens = corpus.pairs * corpus.mean_words * PIECES_PER_WORD
+    return updates * batch_tokens / max(target_tokens, 1.0)
+
+
+def choose(config, corpus, budget_seconds, probe, fixed=()):
+    """(config with the recipe's choices, [lines saying why], seconds per update of
+    the chosen model). `fixed`: settings the user gave, which stay as they are."""
+    choices, why = {}, []
+
+    def pick(name, value, reason):
+        if name in fixed:
+            why.append(f"{name} {getattr(config, name)} (your flag)")
+            return getattr(config, name)
+        choices[name] = value
+        why.append(f"{name} {value}: {reason}")
+        return value
+
+    words = corpus.words
+    vocab = pick("vocab_size", vocabulary_size(words, corpus.word_types),
+                 f"{words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct words in a "
+                 "sample (smaller corpora, smaller vocabularies)")
+    batch_tokens = pick("batch_tokens", BATCH_TOKENS, "the paper's 25,000 per side, scaled to this machine")
+    mean_length = corpus.mean_words * PIECES_PER_WORD
+    if "preset" in fixed:
+        preset = pick("preset", config.preset, "")
+        seconds = probe(preset, vocab, batch_tokens, mean_length)
+    else:
+        seconds = probe("small", vocab, batch_tokens, mean_length)
+        base_updates = budget_seconds / (seconds * _flops_ratio("base", "small", vocab, mean_length))
+        preset = pick("preset", "base" if base_updates >= BASE_MIN_UPDATES else "small",
+                      f"the budget buys the base preset about {base_updates:,.0f} updates "
+                      f"({'at least' if base_updates >= BASE_MIN_UPDATES else 'fewer than'} {BASE_MIN_UPDATES:,})")
+        if preset != "small":
+            seconds = probe(preset, vocab, batch_tokens, mean_length)
+    passes = epochs(budget_seconds / seconds, batch_tokens, corpus)
+    dropout = pick("dropout", dropout_for(passes), f"about {passes:.1f} epochs fit the budget")
+    if dropout and "dropout" not in fixed:  # the probe ran the preset's dropout-free model
+        seconds *= DROPOUT_SLOWDOWN
+    pick("label_smoothing", 0.1, "the paper's")
+    pick("max_length", max_length_for(corpus.long_words),
+         f"99% of pairs have at most {corpus.long_words} words a side")
+    pick("bleu_sentences", VALIDATION_SENTENCES, "validation stays a small share of the budget")
+    return dataclasses.replace(config, **choices), why, seconds
+
+
+def rate_scale(preset, warmup):
+    """`learning_rate_scale` that gives a warm-up of `warmup` updates the peak
+    rate of the preset's measured one (`PEAK_WARMUP`): the paper's schedule
+    peaks at d_model^-0.5 * warmup^-0.5."""
+    return math.sqrt(warmup / PEAK_WARMUP.get(preset, 4000))
+
+
+def _flops_ratio(big, small, vocab, length):
+    """Training FLOPs per token of preset `big` over preset `small`: 6 per weight
+    per token, attention's products over `length` tokens included."""
+    def flops(name):
+        c = presets.get_preset(name)
+        weights = c.num_layers * (12 * c.d_model ** 2 + 4 * c.d_model * c.d_ff) + c.d_model * vocab
+        attention = c.num_layers * 3 * 2 * length * c.d_model  # self (both sides) and cross, scores and values
+        return 6 * weights + 6 * attention
+
+    return flops(big) / flops(small)

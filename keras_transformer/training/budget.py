@@ -1,0 +1,237 @@
+"""Training to a time budget (`--time-budget MINUTES`): the run fits its schedule to the minutes it has.
+
+Before training, `probe_seconds_per_update` times a few updates of the
+run's model on a synthetic batch of the run's size, and `plan` turns the
+budget into updates: the run's length (`steps`, an upper bound), its
+checkpoint interval and its warm-up. During training the `TimeBudget`
+callback measures the real time per update and per validation, refines the
+number of updates the rest of the budget allows, moves the end of the
+learning-rate schedule there (`optimization.BudgetCooldown`: the rate reaches zero
+exactly at the last update, as Li et al. found best at every budget), and
+stops training when the budget, less the model choice still to come, is
+spent. A stop in the middle of an interval still ends it with a checkpoint
+and a validation (Keras ends the epoch).
+
+What the budget covers: training, its validation passes and the model
+choice at the end (`recipe.train_and_evaluate`); testing and export come
+after it. The time spent is recorded in the run folder after every
+interval (`RunDir.budget_path`), so a run killed and started again
+continues the same budget.
+
+References:
+    Li, Yumer and Ramanan, "Budgeted Training: Rethinking Deep Neural Network
+    Training Under Resource Constraints", ICLR 2020 (linear decay to zero at
+    the budget).
+"""
+
+import dataclasses
+import math
+import time
+
+import keras
+import numpy as np
+from keras import ops
+
+
+# A plan aims at this many checkpoint intervals: a learning curve of that
+# many points, and the checkpoints of the cool-down (the last half) to
+# average, with each validation pass a small share of the budget.
+TARGET_INTERVALS = 6
+# The first checkpoint needs at least this many updates.
+MIN_INTERVAL = 10
+# Share of the budget first set aside for validation and the model choice;
+# the callback replaces it by what they are measured to take.
+FIRST_OVERHEAD_SHARE = 0.12
+# The model choice decodes the validation sentences once per candidate with
+# beam search; validation decodes them once, greedily. A beam-4 decode costs
+# about this many greedy ones (1.8 on 300 of the main job's validation sentences).
+BEAM_COST = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How a budget is spent, as planned before training."""
+
+    seconds_per_update: float
+    updates: int  # planned updates
+    interval: int  # updates per checkpoint interval
+    warmup: int  # warm-up updates
+    max_updates: int  # `steps`: a bound that the time, not the count, should reach
+
+
+def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=0.1, max_warmup=4000):
+    """The `Plan` for the budget left. ValueError if it does not reach the first checkpoint."""
+    left = budget_seconds - spent_seconds
+    updates = int(left * (1.0 - FIRST_OVERHEAD_SHARE) / seconds_per_update)
+    if updates < MIN_INTERVAL:
+        needed = (MIN_INTERVAL * seconds_per_update / (1.0 - FIRST_OVERHEAD_SHARE) + spent_seconds) / 60.0
+        raise ValueError(
+            f"--time-budget {budget_seconds / 60.0:g} minutes leaves time for {max(updates, 0)} updates at "
+            f"{seconds_per_update:.2f} s per update on this machine; the first checkpoint needs "
+            f"{MIN_INTERVAL}. Give at least {math.ceil(needed * 10) / 10:g} minutes.")
+    interval = max(MIN_INTERVAL, round(updates / TARGET_INTERVALS))
+    warmup = int(min(max_warmup, max(1, round(warmup_share * updates))))
+    # Room for the machine to run faster than probed; the budget stops the run first.
+    max_updates = interval * math.ceil(3 * updates / interval)
+    return Plan(float(seconds_per_update), updates, interval, warmup, max_updates)
+
+
+def with_interval(plan, interval):
+    """`plan` with the checkpoint interval a user set."""
+    interval = int(interval)
+    return dataclasses.replace(plan, interval=interval, max_updates=interval * math.ceil(3 * plan.updates / interval))
+
+
+def synthetic_batch(vocab_size, batch_tokens, mean_length, seed=0):
+    """((source, target_in), target_out) of rows `mean_length` tokens long holding
+    about `batch_tokens` tokens per side: what one update costs on average."""
+    length = max(2, int(round(mean_length)))
+    rows = max(1, batch_tokens // length)
+    rng = np.random.default_rng(seed)
+    source = rng.integers(4, vocab_size, size=(rows, length)).astype("int32")
+    target = rng.integers(4, vocab_size, size=(rows, length + 1)).astype("int32")
+    return (source, target[:, :-1]), target[:, 1:]
+
+
+def probe_seconds_per_update(model, batch, updates=3, clock=time.perf_counter):
+    """Seconds per update of a compiled `model` on `batch`, after one untimed
+    update (which traces). The model's weights and optimizer are left as they
+    were."""
+    weights = model.get_weights()
+    x, y = batch
+    model.train_on_batch(x, y)
+    start = clock()
+    for _ in range(updates):
+        model.train_on_batch(x, y)
+    seconds = (clock() - start) / updates
+    model.set_weights(weights)
+    for variable in model.optimizer.variables:
+        variable.assign(ops.zeros_like(variable))
+    return seconds
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Ends training when the budget is spent, and fits the schedule's end to it.
+
+    Args:
+        run_dir: the `RunDir` whose budget record it keeps.
+        budget_seconds: the whole budget.
+        plan: the `Plan` made before training.
+        total_updates: the `BudgetCooldown`'s variable, or None.
+        batches_per_update: gradient accumulation's batches per update.
+        choice_candidates: how many candidates the model choice will decode.
+        clock: seconds, monotonic (tests pass a fake one).
+        save_every: seconds between writes of the time spent.
+        process_start: the `clock()` at which this process began spending
+            the budget (default: when training begins), so that its set-up
+            (the recipe's probe, the vocabulary) counts.
+        validation: the `BleuValidation` callback, whose last decode time
+            (`decode_seconds`) prices the model choice; without it, the
+            whole validation pass does.
+
+    Place it after `BackupAndRestore`, so that a resumed run's update count
+    is restored when training begins. The record (`RunDir.budget_path`):
+    budget_minutes, spent_seconds, planned_updates (the plan's, then the
+    latest estimate), made_updates, seconds_per_update and
+    validation_seconds (the last measured), and stopped: whether the budget
+    ended training.
+    """
+
+    def __init__(self, run_dir, budget_seconds, plan, total_updates=None, batches_per_update=1,
+                 choice_candidates=3, clock=time.monotonic, save_every=30.0, process_start=None, validation=None):
+        super().__init__()
+        self.run_dir = run_dir
+        self.budget_seconds = float(budget_seconds)
+        self.plan = plan
+        self.total_updates = total_updates
+        self.batches_per_update = int(batches_per_update)
+        self.choice_candidates = int(choice_candidates)
+        self.clock = clock
+        self.save_every = float(save_every)
+        self.process_start = process_start
+        self.validation = validation
+
+    def on_train_begin(self, logs=None):
+        record = self.run_dir.read_budget() or {}
+        self.spent_before = float(record.get("spent_seconds", 0.0))
+        made = int(ops.convert_to_numpy(self.model.optimizer.iterations)) // self.batches_per_update
+        self.record = {"budget_minutes": self.budget_seconds / 60.0, "planned_updates": self.plan.updates,
+                       "made_updates": made, "stopped": False,
+                       "seconds_per_update": float(record.get("seconds_per_update", self.plan.seconds_per_update)),
+                       "validation_seconds": record.get("validation_seconds")}
+        self.saved = self.clock()
+        self.start = self.saved if self.process_start is None else self.process_start
+        self.batch_end = None  # when the last batch of this process ended
+        self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
+        if self.left_for_training() <= 0:  # a resumed run whose budget is spent
+            self.stop()
+
+    def spent(self):
+        return self.spent_before + self.clock() - self.start
+
+    def _save(self):
+        self.record["spent_seconds"] = self.spent()
+        self.saved = self.clock()
+        self.run_dir.write_budget(self.record)
+
+    def stop(self):
+        self.model.stop_training = True
+        self.record["stopped"] = True
+
+    def left_for_training(self):
+        """Seconds left for updates: the budget less the time spent, the
+        validation that ends the interval in progress, and the model choice."""
+        validation = self.record["validation_seconds"]
+        if validation is None:  # not measured yet: the plan's guess
+            return self.budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) - self.spent()
+        decode = validation
+        if self.validation is not None and self.validation.decode_seconds is not None:
+            decode = self.validation.decode_seconds
+        self.record["choice_seconds"] = decode * BEAM_COST * self.choice_candidates  # the estimate
+        return self.budget_seconds - self.spent() - validation - self.record["choice_seconds"]
+
+    def estimated_updates(self):
+        """Updates the time left allows, each later interval ending with a validation."""
+        seconds = self.record["seconds_per_update"]
+        validation = self.record["validation_seconds"] or 0.0
+        left = max(0.0, self.left_for_training())
+        return int(left / (seconds + validation / self.plan.interval))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
+            self.record["validation_seconds"] = self.clock() - self.batch_end
+        self.batch_end = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.batch_start = self.clock()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = self.clock()
+        if self.batch_end is not None:  # an interval's first batch may trace: not timed
+            self.training_seconds += now - self.batch_start
+            self.timed_batches += 1
+            self.record["seconds_per_update"] = self.batches_per_update * self.training_seconds / self.timed_batches
+        self.batch_end = now
+        self.batches += 1
+        if self.batches % self.batches_per_update:
+            return
+        self.record["made_updates"] += 1
+        self.record["planned_updates"] = self.record["made_updates"] + self.estimated_updates()
+        if self.total_updates is not None:
+            self.total_updates.assign(float(self.record["planned_updates"]))
+        if self.left_for_training() <= 0:
+            self.stop()
+        if now - self.saved >= self.save_every:
+            self._save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._save()
+
+    def on_train_end(self, logs=None):
+        self._save()
+
+    def summary(self):
+        """One line: planned against made updates, and the time spent."""
+        return (f"Time budget: {self.budget_seconds / 60.0:g} minutes; planned {self.plan.updates} updates at "
+                f"{self.plan.seconds_per_update:.2f} s each, made {self.record['made_updates']} "
+                f"({self.record['seconds_per_update']:.2f} s each); {self.spent() / 60.0:.1f} minutes spent")

@@ -1,0 +1,98 @@
+"""The recipe's rules: what a corpus' size and a budget choose, and that a user's flag wins."""
+
+import pytest
+
+from keras_transformer.config import RunConfig
+from keras_transformer.data.corpus_size import CorpusSize, from_pairs
+from keras_transformer.training import auto_config
+
+
+def test_corpus_size_is_measured_on_its_sample():
+    sample = [("a b c", "x y"), ("a b c d e", "x y z"), ("a", "b c d e f g")]
+    size = from_pairs(1000, sample)
+    assert size.mean_words == pytest.approx((3 + 2 + 5 + 3 + 1 + 6) / 6)
+    assert size.long_words == 6  # the 99th percentile of the longer sides (3, 5, 6)
+    assert size.word_types == len(set("a b c x y d e z f g".split()))
+    assert size.words == int(1000 * 2 * size.mean_words)
+    with pytest.raises(ValueError, match="No training pairs"):
+        from_pairs(0, [])
+
+
+@pytest.mark.parametrize("words,vocab", [(50_000, 4000), (199_999, 4000), (200_000, 8000), (760_000, 8000),
+                                         (5_000_000, 16000), (100_000_000, 32000)])
+def test_the_vocabulary_grows_with_the_corpus(words, vocab):
+    assert auto_config.vocabulary_size(words) == vocab
+    assert auto_config.vocabulary_size(words, word_types=100_000) == vocab
+
+
+def test_a_repetitive_corpus_caps_the_vocabulary_at_half_its_words():
+    assert auto_config.vocabulary_size(30_000, word_types=1617) == 800
+    assert auto_config.vocabulary_size(30_000, word_types=100) == 300
+
+
+@pytest.mark.parametrize("epochs,dropout", [(1.0, 0.0), (3.9, 0.0), (4.0, 0.1), (19.9, 0.1), (20.0, 0.3),
+                                            (80.0, 0.3)])
+def test_dropout_grows_with_the_epochs_the_budget_buys(epochs, dropout):
+    assert auto_config.dropout_for(epochs) == dropout
+
+
+@pytest.mark.parametrize("long_words,length", [(10, 64), (45, 64), (46, 80), (73, 112), (400, 256)])
+def test_the_length_cut_keeps_the_long_pairs(long_words, length):
+    assert auto_config.max_length_for(long_words) == length
+
+
+def fake_probe(seconds_by_preset):
+    calls = []
+
+    def probe(preset, vocab_size, batch_tokens, mean_length):
+        calls.append((preset, vocab_size, batch_tokens))
+        return seconds_by_preset[preset]
+
+    return probe, calls
+
+
+LIBREOFFICE_LIKE = CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000)
+
+
+def test_a_small_corpus_on_a_cpu_budget_gets_the_small_preset_and_says_why():
+    probe, calls = fake_probe({"small": 2.0})
+    config, why, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 25 * 60.0, probe)
+    assert (config.vocab_size, config.preset, config.batch_tokens, config.max_length) == (8000, "small", 4096, 112)
+    assert config.label_smoothing == 0.1 and config.bleu_sentences == 200
+    epochs = auto_config.epochs(25 * 60.0 / 2.0, 4096, LIBREOFFICE_LIKE)
+    assert config.dropout == auto_config.dropout_for(epochs) == 0.1
+    assert seconds == pytest.approx(2.0 * auto_config.DROPOUT_SLOWDOWN)  # dropout's cost, measured
+    assert calls == [("small", 8000, 4096)]  # the base preset was priced, not built
+    assert any(line.startswith("preset small: the budget buys the base preset about") for line in why)
+    assert any(line.startswith("vocab_size 8000: 0.76M words in 20,000 pairs, 18,000 distinct") for line in why)
+
+
+def test_a_long_budget_on_a_fast_machine_gets_the_base_preset():
+    probe, calls = fake_probe({"small": 0.02, "base": 0.1})
+    config, _, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 10 * 3600.0, probe)
+    assert config.preset == "base" and calls[-1][0] == "base"
+    assert config.dropout == 0.3  # a 20k-pair corpus seen for hundreds of epochs
+    assert seconds == pytest.approx(0.1 * auto_config.DROPOUT_SLOWDOWN)
+
+
+@pytest.mark.parametrize("preset,warmup,scale", [("small", 400, 1.0), ("small", 100, 0.5), ("base", 4000, 1.0),
+                                                 ("base", 1000, 0.5)])
+def test_a_short_warm_up_keeps_the_measured_peak_rate(preset, warmup, scale):
+    from keras_transformer.modeling import presets
+    from keras_transformer.training.optimization import TransformerSchedule
+
+    assert auto_config.rate_scale(preset, warmup) == pytest.approx(scale)
+    d_model = presets.get_preset(preset).d_model
+    reference = auto_config.PEAK_WARMUP[preset]
+    peak = float(TransformerSchedule(d_model, warmup, scale)(warmup))
+    assert peak == pytest.approx(float(TransformerSchedule(d_model, reference)(reference)), rel=1e-5)
+
+
+def test_the_users_flags_stay_as_given():
+    probe, calls = fake_probe({"small": 2.0, "tiny": 0.1})
+    given = RunConfig(dataset="c.tsv", vocab_size=3000, preset="tiny", dropout=0.0)
+    config, why, _ = auto_config.choose(given, LIBREOFFICE_LIKE, 25 * 60.0, probe,
+                                        fixed={"vocab_size", "preset", "dropout"})
+    assert (config.vocab_size, config.preset, config.dropout) == (3000, "tiny", 0.0)
+    assert "vocab_size 3000 (your flag)" in why and "preset tiny (your flag)" in why
+    assert calls == [("tiny", 3000, 4096)]  # the given preset is the only one timed

@@ -1,0 +1,172 @@
+"""The time budget: parsing, planning, and the callback that spends it.
+
+No test here depends on this machine's speed: the callback runs on a fake
+clock that each simulated update and validation advances.
+"""
+
+import types
+
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer.config import RunConfig, parse_minutes
+from keras_transformer.run_dir import RunDir
+from keras_transformer.training import budget
+from keras_transformer.training.optimization import BudgetCooldown, TransformerSchedule
+
+
+@pytest.mark.parametrize("text,minutes", [("25", 25.0), ("25m", 25.0), ("90min", 90.0), ("1.5h", 90.0),
+                                          ("45s", 0.75), (" 2.5 ", 2.5)])
+def test_a_budget_is_minutes_or_a_duration(text, minutes):
+    assert parse_minutes(text) == pytest.approx(minutes)
+
+
+@pytest.mark.parametrize("text,message", [("soon", "is not a duration"), ("-5", "is not a duration"),
+                                          ("0", "must be positive"), ("", "is not a duration"),
+                                          ("1.5 days", "is not a duration")])
+def test_a_bad_budget_is_named(text, message):
+    with pytest.raises(ValueError, match=f"--time-budget {text!r} {message}"):
+        parse_minutes(text)
+    with pytest.raises(ValueError, match="--time-budget"):
+        RunConfig(time_budget=text)
+
+
+def test_a_budget_needs_a_cool_down_and_a_resume_keeps_its_budget():
+    with pytest.raises(ValueError, match="needs a cool-down"):
+        RunConfig(time_budget="25", cooldown=0.0)
+    with pytest.raises(ValueError, match=r"--time-budget '25' -> '50'"):
+        RunConfig(time_budget="50", model_dir="r").check_resumes(RunConfig(time_budget="25", model_dir="r"))
+
+
+def test_a_plan_spends_the_budget_in_about_ten_intervals():
+    plan = budget.plan(25 * 60.0, 30.0, 1.5)
+    assert plan.updates == int((1500 - 30) * (1 - budget.FIRST_OVERHEAD_SHARE) / 1.5)
+    assert plan.interval == round(plan.updates / budget.TARGET_INTERVALS)
+    assert plan.warmup == round(0.1 * plan.updates)
+    assert plan.max_updates % plan.interval == 0 and plan.max_updates >= 3 * plan.updates
+    long = budget.plan(10 * 3600.0, 0.0, 0.5)
+    assert long.warmup == 4000  # the paper's, at most
+    assert budget.with_interval(plan, 25).max_updates % 25 == 0
+
+
+def test_a_budget_too_small_for_the_first_checkpoint_says_what_would_do():
+    with pytest.raises(ValueError, match=r"--time-budget 0.2 minutes leaves time for 3 updates at 3.00 s per "
+                                         r"update on this machine; the first checkpoint needs 10\. Give at least "
+                                         r"0.6 minutes\."):
+        budget.plan(12.0, 0.0, 3.0)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def fake_model(iterations=0):
+    return types.SimpleNamespace(optimizer=types.SimpleNamespace(iterations=np.int64(iterations)),
+                                 stop_training=False)
+
+
+def simulate(callback, clock, seconds_per_update, validation_seconds, interval, max_intervals=1000):
+    """Drives `callback` as `fit` would, on the fake clock; returns the updates made."""
+    callback.on_train_begin()
+    made = 0
+    for epoch in range(max_intervals):
+        if callback.model.stop_training:
+            break
+        callback.on_epoch_begin(epoch)
+        for batch in range(interval):
+            callback.on_train_batch_begin(batch)
+            clock.now += seconds_per_update
+            callback.on_train_batch_end(batch)
+            made += 1
+            if callback.model.stop_training:
+                break
+        clock.now += validation_seconds  # validation, checkpoint, backup
+        callback.on_epoch_end(epoch)
+    callback.on_train_end()
+    return made
+
+
+def test_the_run_stops_when_the_budget_less_the_model_choice_is_spent(tmp_path):
+    """Updates of 2 s (the probe said 1.5), validations of 12 s: the callback
+    learns both and stops where the time left covers only the last
+    validation and the model choice it prices."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(600.0, 0.0, 1.5)
+    total = keras.Variable(float(plan.updates), trainable=False)
+    callback = budget.TimeBudget(run_dir, 600.0, plan, total, clock=clock)
+    callback.set_model(fake_model())
+    made = simulate(callback, clock, 2.0, 12.0, plan.interval)
+    record = run_dir.read_budget()
+    assert record["made_updates"] == made and record["stopped"] is True
+    choice = 12.0 * budget.BEAM_COST * 3  # no BleuValidation here: the whole validation prices a decode
+    assert record["choice_seconds"] == pytest.approx(choice)
+    # It stopped at the first update after which the time left fell short of validation + choice.
+    assert 600.0 - record["spent_seconds"] <= choice + 2.0
+    assert 600.0 - (record["spent_seconds"] - 12.0 - 2.0) > choice  # one update earlier it did not
+    assert record["planned_updates"] == made  # the last estimate: no time for more
+    assert float(total.numpy()) == made  # the learning rate's end is the last update
+    assert record["seconds_per_update"] == pytest.approx(2.0)
+    assert made < plan.updates  # slower than probed: fewer updates than planned
+
+
+def test_the_learning_rate_reaches_zero_at_the_last_update(tmp_path):
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(300.0, 0.0, 1.0)
+    total = keras.Variable(float(plan.updates), trainable=False)
+    schedule = BudgetCooldown(TransformerSchedule(64, plan.warmup), total, 0.5)
+    callback = budget.TimeBudget(run_dir, 300.0, plan, total, clock=clock)
+    callback.set_model(fake_model())
+    made = simulate(callback, clock, 0.8, 1.0, plan.interval)  # faster than probed: more updates
+    assert made > plan.updates
+    rates = [float(schedule(step)) for step in range(made)]
+    assert rates[-1] < 0.02 * max(rates)  # the last update runs at the floor's doorstep
+    assert float(schedule(made)) == 0.0
+
+
+def test_a_resumed_run_continues_the_same_budget(tmp_path):
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(600.0, 0.0, 1.0)
+    first = budget.TimeBudget(run_dir, 600.0, plan, clock=clock)
+    first.set_model(fake_model())
+    first.on_train_begin()
+    for batch in range(plan.interval):  # one interval, then the process is killed
+        first.on_train_batch_begin(batch)
+        clock.now += 1.0
+        first.on_train_batch_end(batch)
+    clock.now += 4.0
+    first.on_epoch_end(0)
+    spent = run_dir.read_budget()["spent_seconds"]
+    assert spent == pytest.approx(plan.interval * 1.0 + 4.0)
+
+    clock.now += 1e6  # time passes while nothing runs: it is not spent
+    second = budget.TimeBudget(run_dir, 600.0, plan, clock=clock)
+    second.set_model(fake_model(iterations=plan.interval))  # BackupAndRestore restored the update count
+    made = simulate(second, clock, 1.0, 4.0, plan.interval)
+    record = run_dir.read_budget()
+    assert record["made_updates"] == plan.interval + made
+    assert record["spent_seconds"] <= 600.0
+
+    third = budget.TimeBudget(run_dir, 600.0, plan, clock=clock)  # started again after the budget ended
+    third.set_model(fake_model(iterations=record["made_updates"]))
+    third.on_train_begin()
+    assert third.model.stop_training  # nothing left to train
+
+
+def test_gradient_accumulation_counts_updates_not_batches(tmp_path):
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(100000.0, 0.0, 2.0)
+    callback = budget.TimeBudget(run_dir, 100000.0, plan, batches_per_update=4, clock=clock)
+    callback.set_model(fake_model())
+    callback.on_train_begin()
+    callback.on_epoch_begin(0)
+    for batch in range(9):
+        callback.on_train_batch_begin(batch)
+        clock.now += 0.5
+        callback.on_train_batch_end(batch)
+    assert callback.record["made_updates"] == 2
+    assert callback.record["seconds_per_update"] == pytest.approx(2.0)
