@@ -40,7 +40,7 @@ def test_a_run_resumes_only_with_the_same_data_vocabulary_and_model():
         with pytest.raises(ValueError, match=f"'run' holds a run with other settings \\(--{name.replace('_', '-')} "):
             RunConfig(model_dir="run", **{name: value}).check_resumes(previous)
     assert set(RESUME_MUST_MATCH) == {"dataset", "source_lang", "target_lang", "vocab_size", "preset",
-                                      "validation", "test", "init_from"}
+                                      "validation", "test", "init_from", "time_budget"}
 
 
 @pytest.mark.parametrize("values,message", [
@@ -81,7 +81,7 @@ def test_each_setting_reaches_the_one_section_that_uses_it():
                   jit_compile=True, warmup_steps=11, learning_rate_scale=2.5, label_smoothing=0.2, cooldown=0.1,
                   checkpoint_every=300, keep_checkpoints=7, average_last=6, init_from="r",
                   bleu_sentences=9, bleu_beam_size=2, early_stopping=3, beam_size=5, alpha=0.7,
-                  max_output_extra=13, no_repeat_ngram_size=3, repetition_penalty=1.2)
+                  max_output_extra=13, no_repeat_ngram_size=3, repetition_penalty=1.2, time_budget="1.5h")
     config = RunConfig(**values)
     for name, owners in covered.items():
         for section, field in owners:

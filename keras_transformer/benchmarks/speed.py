@@ -115,8 +115,12 @@ def fit_throughput(config, vocab_size, precision, batch, steps, steps_per_execut
 
 
 def steps_per_execution_figures(presets_to_time, vocab_size, batch_tokens, length, steps, steps_per_execution,
-                                precision="mixed_bfloat16", report=print):
-    """Section 7: `fit` tokens/s with 1 and with N updates per execution, per preset."""
+                                precision=None, report=print):
+    """Section 7: `fit` tokens/s with 1 and with N updates per execution, per
+    preset, in `precision` (default: this machine's choice for "auto")."""
+    from keras_transformer.modeling.precision import resolve_precision  # noqa: PLC0415
+
+    precision = precision or resolve_precision("auto")
     batch = synthetic_batches(vocab_size, batch_tokens, length)
     figures = {}
     for name in presets_to_time:

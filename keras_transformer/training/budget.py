@@ -39,6 +39,8 @@ from keras import ops
 TARGET_INTERVALS = 6
 # The first checkpoint needs at least this many updates.
 MIN_INTERVAL = 10
+# An interval's end stops the run when the time left buys less than this share of another interval.
+LAST_INTERVAL_SHARE = 0.5
 # Share of the budget first set aside for validation and the model choice;
 # the callback replaces it by what they are measured to take.
 FIRST_OVERHEAD_SHARE = 0.12
@@ -163,7 +165,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.start = self.saved if self.process_start is None else self.process_start
         self.batch_end = None  # when the last batch of this process ended
         self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
-        if self.left_for_training() <= 0:  # a resumed run whose budget is spent
+        if self.too_little_left():  # a resumed run whose budget is spent
             self.stop()
 
     def spent(self):
@@ -175,8 +177,16 @@ class TimeBudget(keras.callbacks.Callback):
         self.run_dir.write_budget(self.record)
 
     def stop(self):
+        """Ends training here: these are all the updates, and the schedule's end is here."""
         self.model.stop_training = True
         self.record["stopped"] = True
+        self.record["planned_updates"] = self.record["made_updates"]
+        if self.total_updates is not None:
+            self.total_updates.assign(float(max(1, self.record["made_updates"])))
+
+    def too_little_left(self):
+        """Whether the time left buys less than LAST_INTERVAL_SHARE of another interval."""
+        return self.left_for_training() < LAST_INTERVAL_SHARE * self.plan.interval * self.record["seconds_per_update"]
 
     def left_for_training(self):
         """Seconds left for updates: the budget less the time spent, the
@@ -191,11 +201,18 @@ class TimeBudget(keras.callbacks.Callback):
         return self.budget_seconds - self.spent() - validation - self.record["choice_seconds"]
 
     def estimated_updates(self):
-        """Updates the time left allows, each later interval ending with a validation."""
+        """Updates the time left allows, each later interval ending with a
+        validation; a last interval shorter than LAST_INTERVAL_SHARE of one is
+        not started (`on_epoch_end`)."""
         seconds = self.record["seconds_per_update"]
         validation = self.record["validation_seconds"] or 0.0
         left = max(0.0, self.left_for_training())
-        return int(left / (seconds + validation / self.plan.interval))
+        made = self.record["made_updates"]
+        end = made + int(left / (seconds + validation / self.plan.interval))
+        boundary = end - end % self.plan.interval
+        if boundary > made and end - boundary < LAST_INTERVAL_SHARE * self.plan.interval:
+            end = boundary
+        return end - made
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
@@ -225,6 +242,10 @@ class TimeBudget(keras.callbacks.Callback):
             self._save()
 
     def on_epoch_end(self, epoch, logs=None):
+        # Time for less than half an interval: stop here rather than pay a
+        # whole validation and checkpoint for a few more updates.
+        if self.too_little_left():
+            self.stop()
         self._save()
 
     def on_train_end(self, logs=None):

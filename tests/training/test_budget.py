@@ -105,9 +105,9 @@ def test_the_run_stops_when_the_budget_less_the_model_choice_is_spent(tmp_path):
     assert record["made_updates"] == made and record["stopped"] is True
     choice = 12.0 * budget.BEAM_COST * 3  # no BleuValidation here: the whole validation prices a decode
     assert record["choice_seconds"] == pytest.approx(choice)
-    # It stopped at the first update after which the time left fell short of validation + choice.
-    assert 600.0 - record["spent_seconds"] <= choice + 2.0
-    assert 600.0 - (record["spent_seconds"] - 12.0 - 2.0) > choice  # one update earlier it did not
+    # It stopped once the time left fell short of the last validation, the choice and half an interval.
+    assert 600.0 - record["spent_seconds"] - choice < 0.5 * plan.interval * 2.0 + 2.0
+    assert 600.0 - record["spent_seconds"] >= 0  # within the budget, the choice priced in
     assert record["planned_updates"] == made  # the last estimate: no time for more
     assert float(total.numpy()) == made  # the learning rate's end is the last update
     assert record["seconds_per_update"] == pytest.approx(2.0)
@@ -155,6 +155,36 @@ def test_a_resumed_run_continues_the_same_budget(tmp_path):
     third.set_model(fake_model(iterations=record["made_updates"]))
     third.on_train_begin()
     assert third.model.stop_training  # nothing left to train
+
+
+def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
+    """Not one update into a new interval, whose validation and checkpoint would cost more than its updates."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.Plan(seconds_per_update=1.0, updates=100, interval=20, warmup=10, max_updates=300)
+    callback = budget.TimeBudget(run_dir, 300.0, plan, clock=clock)
+    callback.set_model(fake_model())
+    callback.on_train_begin()
+    callback.on_epoch_begin(0)
+    for batch in range(20):
+        callback.on_train_batch_begin(batch)
+        clock.now += 1.0
+        callback.on_train_batch_end(batch)
+    clock.now += 30.0  # a long validation, measured when the next interval begins
+    callback.on_epoch_end(0)
+    assert not callback.model.stop_training
+    callback.on_epoch_begin(1)
+    assert callback.record["validation_seconds"] == pytest.approx(30.0)
+    for batch in range(20):
+        callback.on_train_batch_begin(batch)
+        clock.now += 1.0
+        callback.on_train_batch_end(batch)
+    assert not callback.model.stop_training
+    # 100 s spent at this end; the next end's 30 s validation and the choice's 3 x 2 x 30 s leave
+    # less than half an interval.
+    clock.now += 30.0
+    callback.on_epoch_end(1)
+    assert callback.model.stop_training and callback.record["stopped"]
+    assert callback.record["planned_updates"] == callback.record["made_updates"] == 40
 
 
 def test_gradient_accumulation_counts_updates_not_batches(tmp_path):
