@@ -83,6 +83,8 @@ def plan_budget(config, run_dir, started, fixed=()):
     recipe (`auto_config.choose`) and planned (`budget.plan`) on this
     machine, the plan and the reasons going to the run's budget record."""
     budget_seconds = parse_minutes(config.time_budget) * 60.0
+    if config.init_from:  # the run it starts from fixes the model's shape and vocabulary
+        fixed = set(fixed) | set(INHERITED_BY_INIT_FROM)
     record = run_dir.read_budget() if run_dir.has_config() else None
     if record and "plan" in record:
         recorded = run_dir.load_config()

@@ -128,9 +128,9 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     args = ["--dataset", corpus, "--time-budget", "1.5", "--preset", "tiny", "--model-dir", run, "--export-dir", ""]
     code, out, err = run_entry_point(cli.train_main, args, capsys)
     assert code == 0, err
-    block = out.split("recipe:\n")[1].split("\n")
-    assert "preset tiny (your flag)" in block[:10]
-    assert any(line.strip().startswith("vocab_size 800: ") for line in block[:10])  # 1,6xx word types, halved
+    block = [line.strip() for line in out.split("recipe:\n")[1].split("\n")[:10]]
+    assert "preset tiny (your flag)" in block
+    assert any(line.startswith("vocab_size 800: ") for line in block)  # 1,6xx word types, halved
     run_dir = RunDir(run)
     record, config = run_dir.read_budget(), run_dir.load_config()
     assert (config.vocab_size, config.time_budget, config.checkpoint_every) == (800, "1.5", record["plan"]["interval"])
@@ -149,3 +149,25 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     code, _, err = run_entry_point(cli.train_main, [*args[:3], "1s", *args[4:6], "--model-dir",
                                                     str(tmp_path / "short"), "--export-dir", ""], capsys)
     assert code == 1 and "--time-budget 0.0166667 minutes leaves time for" in err and "Give at least" in err
+
+
+def test_a_budgeted_fine_tuning_run_keeps_the_shape_of_the_run_it_starts_from(tmp_path, monkeypatch):
+    """With --init-from, the preset and the vocabulary are the source run's: the recipe must not choose them."""
+    import time as clock
+
+    from keras_transformer.config import RunConfig
+    from keras_transformer.data.corpus_size import CorpusSize
+    from keras_transformer.run_dir import RunDir
+    from keras_transformer.training import recipe
+
+    monkeypatch.setattr(recipe.corpus_size, "measure",
+                        lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000))
+    monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.0)
+    config = RunConfig(dataset="c.tsv", time_budget="30", init_from="runs/general", preset="tiny", vocab_size=500,
+                       model_dir=str(tmp_path / "run"))
+    planned, record = recipe.plan_budget(config, RunDir(tmp_path / "run"), clock.monotonic())
+    assert (planned.preset, planned.vocab_size) == ("tiny", 500)
+    assert "vocab_size 500 (your flag)" in record["recipe"] and "preset tiny (your flag)" in record["recipe"]
+    free, _ = recipe.plan_budget(RunConfig(dataset="c.tsv", time_budget="30", model_dir=str(tmp_path / "other")),
+                                 RunDir(tmp_path / "other"), clock.monotonic())
+    assert free.vocab_size == 8000  # without --init-from the recipe chooses
