@@ -70,6 +70,14 @@ def fake_model(iterations=0):
                                  stop_training=False)
 
 
+def batches(callback, clock, count, seconds):
+    """`count` batches of `seconds` each, as `fit` runs them, on the fake clock."""
+    for batch in range(count):
+        callback.on_train_batch_begin(batch)
+        clock.now += seconds
+        callback.on_train_batch_end(batch)
+
+
 def simulate(callback, clock, seconds_per_update, validation_seconds, interval, max_intervals=1000):
     """Drives `callback` as `fit` would, on the fake clock; returns the updates made."""
     callback.on_train_begin()
@@ -134,10 +142,7 @@ def test_a_resumed_run_continues_the_same_budget(tmp_path):
     first = budget.TimeBudget(run_dir, 600.0, plan, clock=clock)
     first.set_model(fake_model())
     first.on_train_begin()
-    for batch in range(plan.interval):  # one interval, then the process is killed
-        first.on_train_batch_begin(batch)
-        clock.now += 1.0
-        first.on_train_batch_end(batch)
+    batches(first, clock, plan.interval, 1.0)  # one interval, then the process is killed
     clock.now += 4.0
     first.on_epoch_end(0)
     spent = run_dir.read_budget()["spent_seconds"]
@@ -165,19 +170,13 @@ def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
     callback.set_model(fake_model())
     callback.on_train_begin()
     callback.on_epoch_begin(0)
-    for batch in range(20):
-        callback.on_train_batch_begin(batch)
-        clock.now += 1.0
-        callback.on_train_batch_end(batch)
+    batches(callback, clock, 20, 1.0)
     clock.now += 30.0  # a long validation, measured when the next interval begins
     callback.on_epoch_end(0)
     assert not callback.model.stop_training
     callback.on_epoch_begin(1)
     assert callback.record["validation_seconds"] == pytest.approx(30.0)
-    for batch in range(20):
-        callback.on_train_batch_begin(batch)
-        clock.now += 1.0
-        callback.on_train_batch_end(batch)
+    batches(callback, clock, 20, 1.0)
     assert not callback.model.stop_training
     # 100 s spent at this end; the next end's 30 s validation and the choice's 3 x 2 x 30 s leave
     # less than half an interval.
@@ -194,9 +193,6 @@ def test_gradient_accumulation_counts_updates_not_batches(tmp_path):
     callback.set_model(fake_model())
     callback.on_train_begin()
     callback.on_epoch_begin(0)
-    for batch in range(9):
-        callback.on_train_batch_begin(batch)
-        clock.now += 0.5
-        callback.on_train_batch_end(batch)
+    batches(callback, clock, 9, 0.5)
     assert callback.record["made_updates"] == 2
     assert callback.record["seconds_per_update"] == pytest.approx(2.0)
