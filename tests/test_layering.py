@@ -1,8 +1,8 @@
 """The folders are layers: each imports only the layers below it.
 
 Each subpackage is imported in a fresh interpreter, and the package modules
-that import pulled in are checked against the layering the README's Layout
-section describes.
+that import pulled in are checked against the layering that the Layout
+section of docs/architecture.md describes.
 """
 
 import json

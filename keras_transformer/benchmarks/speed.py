@@ -14,7 +14,9 @@ process, back to back:
 6. beam search on one set of weights in four engines: ours in float32 and
    mixed_bfloat16, and CTranslate2 (the optional extra) in float32 and int8,
    in output tokens per second;
-7. (`--steps-per-execution N`) `model.fit` with one update per call into the
+7. (`benchmarks/streaming.py`, `--streaming-pairs N`) memory and start-up
+   time of training on a large local corpus;
+8. (`--steps-per-execution N`) `model.fit` with one update per call into the
    graph against N, the lever against Keras' per-batch trip to Python.
 """
 
@@ -116,7 +118,7 @@ def fit_throughput(config, vocab_size, precision, batch, steps, steps_per_execut
 
 def steps_per_execution_figures(presets_to_time, vocab_size, batch_tokens, length, steps, steps_per_execution,
                                 precision=None, report=print):
-    """Section 7: `fit` tokens/s with 1 and with N updates per execution, per
+    """Section 8: `fit` tokens/s with 1 and with N updates per execution, per
     preset, in `precision` (default: this machine's choice for "auto")."""
     from keras_transformer.modeling.precision import resolve_precision  # noqa: PLC0415
 
@@ -130,7 +132,7 @@ def steps_per_execution_figures(presets_to_time, vocab_size, batch_tokens, lengt
             keras.utils.set_random_seed(0)
             rates[n] = max(rates.get(n, 0.0), fit_throughput(config, vocab_size, precision, batch, steps, n))
         figures[f"{name}_spe_ratio"] = rates[steps_per_execution] / rates[1]
-        report(f"7. fit {name:6s} {precision}: {rates[1]:8.0f} target tokens/s at 1 update per execution, "
+        report(f"8. fit {name:6s} {precision}: {rates[1]:8.0f} target tokens/s at 1 update per execution, "
                f"{rates[steps_per_execution]:8.0f} at {steps_per_execution}: "
                f"{figures[f'{name}_spe_ratio']:.3f}x")
     return figures

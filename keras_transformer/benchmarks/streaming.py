@@ -20,25 +20,26 @@ import time
 from keras_transformer.data.numerals_en_de import generator as corpus
 from keras_transformer.run_dir import RunDir
 
+# The child ends at its first update: what follows (the model choice and the
+# test, decoding with a model of one update) is not training's start.
 _CHILD = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 start = time.perf_counter()
 import keras
 from keras_transformer.config import RunConfig
 from keras_transformer.training import recipe, trainer
-seconds = []
 
 
 class FirstUpdate(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
-        seconds.append(time.perf_counter() - start)
+        print(json.dumps({"seconds": time.perf_counter() - start,
+                          "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}), flush=True)
+        os._exit(0)
 
 
 make_callbacks = trainer.make_callbacks
 trainer.make_callbacks = lambda *args, **kwargs: make_callbacks(*args, **kwargs) + [FirstUpdate()]
 recipe.train(RunConfig(**json.loads(sys.argv[1])), verbose=0)
-print(json.dumps({"seconds": seconds[0],
-                  "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
 """
 
 
@@ -56,7 +57,7 @@ def first_update(tsv, vocabulary, model_dir, preset="small"):
     """{"seconds", "peak_rss_gb"} of a fresh process that trains one update on `tsv`:
     seconds from the process' start to the end of that update (imports,
     the corpus scan, the shuffle buffer's filling and the step's tracing
-    included), and peak RSS over the whole run."""
+    included), and peak RSS until then."""
     os.makedirs(model_dir)
     shutil.copyfile(vocabulary, RunDir(model_dir).vocabulary_path)
     config = {"dataset": tsv, "preset": preset, "steps": 1, "checkpoint_every": 1, "bleu_sentences": 0,

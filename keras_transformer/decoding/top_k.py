@@ -1,11 +1,10 @@
 """`top_k`: `tf.math.top_k` over long rows, the same values and indices, in about half the time.
 
 Beam search picks 2K candidates per sentence out of K*V (32,000 for beam 4
-and an 8,000-piece vocabulary; 148,000 for the paper's 37,000). TensorFlow's
-CPU kernel compares every element against a heap of the k best, which made
-top-k 7% of a served SavedModel's operation time at batch 32. Here the row
-is cut into chunks of C elements and only the chunks that can hold a winner
-are searched:
+and an 8,000-piece vocabulary; 148,000 for the paper's 37,000), at every
+step. TensorFlow's CPU kernel compares every element against a heap of the
+k best. Here the row is cut into chunks of C elements and only the chunks
+that can hold a winner are searched:
 
 1. the maximum of each chunk (one vectorised pass over the row);
 2. the k chunks with the largest maxima (a top-k over N/C numbers);

@@ -2,13 +2,16 @@
 
 Each export directory (a SavedModel version, a CTranslate2 model) carries
 `keras_transformer.json`: the decoding settings fixed at export (beam size,
-alpha, length limits, n-best) and the dtype policy the model computes in,
-so that a deployed model says how it translates. The SentencePiece model
+alpha, length limits, n-best, guards), the dtype policy the model computes
+in and the package version that exported it, so that a deployed model says
+how it translates and what made it. The SentencePiece model
 travels with it as `sentencepiece.model`.
 """
 
 import json
 import os
+
+from keras_transformer import __version__
 
 SETTINGS_FILENAME = "keras_transformer.json"
 VOCABULARY_FILENAME = "sentencepiece.model"
@@ -24,9 +27,10 @@ def translator_settings(translator):
 
 
 def write_settings(directory, settings):
+    """Writes `settings`, and the version of this package as `keras_transformer_version`."""
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, SETTINGS_FILENAME), "w", encoding="utf-8") as f:
-        json.dump(settings, f, indent=2, sort_keys=True)
+        json.dump({**settings, "keras_transformer_version": __version__}, f, indent=2, sort_keys=True)
 
 
 def read_settings(directory):

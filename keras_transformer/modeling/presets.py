@@ -36,10 +36,10 @@ PRESETS = {
     # For tests: a few thousand parameters, runs in milliseconds.
     "tiny": TransformerConfig(num_layers=2, d_model=32, num_heads=4, d_ff=64, dropout=0.1),
     # Trainable on a 2-core CPU in minutes (the default of scripts/train.py).
-    # No dropout: its 800 updates see each built-in pair about 4 times. In one
-    # session, dropout 0.1 made each update 12% slower and left test exact
-    # match where it was (99.1% with, 99.3% without). On small real corpora,
-    # pass --dropout 0.1.
+    # No dropout: its 800 updates see each built-in pair about 4 times, too
+    # few to overfit, and dropout makes each update slower. Under
+    # --time-budget the recipe sets dropout from the epochs a run can afford
+    # (training/auto_config.py); any run can pass --dropout.
     "small": TransformerConfig(num_layers=3, d_model=256, num_heads=4, d_ff=1024, dropout=0.0),
     # Transformer (base model), Table 3.
     "base": TransformerConfig(),

@@ -61,7 +61,7 @@ class Plan:
     max_updates: int  # `steps`: a bound that the time, not the count, should reach
 
 
-def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=0.1, max_warmup=4000):
+def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=0.5, max_warmup=4000):
     """The `Plan` for the budget left. ValueError if it does not reach the first checkpoint."""
     left = budget_seconds - spent_seconds
     updates = int(left * (1.0 - FIRST_OVERHEAD_SHARE) / seconds_per_update)

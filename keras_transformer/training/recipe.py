@@ -98,7 +98,8 @@ def plan_budget(config, run_dir, started, fixed=()):
     print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
     corpus = corpus_size.measure(config.data)
     config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config), fixed)
-    plan = budget.plan(budget_seconds, time.monotonic() - started, seconds, auto_config.WARMUP_SHARE)
+    plan = budget.plan(budget_seconds, time.monotonic() - started, seconds, auto_config.WARMUP_SHARE,
+                       auto_config.reference_warmup(config.preset))
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, config.checkpoint_every)
     planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}
@@ -110,7 +111,7 @@ def plan_budget(config, run_dir, started, fixed=()):
     config = dataclasses.replace(config, **planned)
     why.append(f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
                f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale {config.learning_rate_scale} "
-               f"(the peak of a {auto_config.PEAK_WARMUP.get(config.preset, 4000)}-update warm-up), "
+               f"(climbing as a {auto_config.reference_warmup(config.preset)}-update warm-up does), "
                "the rate at zero when the budget ends")
     print("recipe:\n" + "\n".join(f"  {line}" for line in why), flush=True)
     return config, {"plan": dataclasses.asdict(plan), "recipe": why, "spent_seconds": 0.0}

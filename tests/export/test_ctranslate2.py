@@ -111,7 +111,7 @@ def test_quantized_weights_are_smaller_and_translate_alike(quantization, reversa
     """int8 stores about a quarter of float32's bytes and float16 half; on a
     trained model both translate as float32 does. (How far a quantized
     log-probability strays depends on the CPU's int8 kernels: on a 2-core
-    Intel machine without AVX-512 a random model's moved by up to 0.7, so
+    AMD EPYC without AVX-512 a random model's moved by up to 0.7, so
     the test compares translations, not log-probabilities.)"""
     source_tokens, target_tokens = write(reversal_model, tmp_path / "float32")
     write(reversal_model, tmp_path / quantization, quantization)

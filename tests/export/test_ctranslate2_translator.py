@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import keras_transformer
 from keras_transformer import cli
 from keras_transformer.decoding import restore
 from keras_transformer.export import ctranslate2 as ctranslate2_export
@@ -59,7 +60,7 @@ def test_settings_of_the_run_are_the_defaults(trained_run, tmp_path):
     settings = json.load(open(os.path.join(path, "keras_transformer.json")))
     assert settings == {"alpha": 0.6, "beam_size": 4, "extra_length": 50, "max_input_length": 32,
                         "max_positions": 1024, "quantization": "int8", "no_repeat_ngram_size": 0,
-                        "repetition_penalty": 1.0}
+                        "repetition_penalty": 1.0, "keras_transformer_version": keras_transformer.__version__}
     loaded = CTranslate2Translator(path)
     assert (loaded.beam_size, loaded.alpha, loaded.max_input_length) == (4, 0.6, 32)
     assert (loaded.no_repeat_ngram_size, loaded.repetition_penalty) == (0, 1.0)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import keras_transformer
 from keras_transformer import decoding
 from keras_transformer.decoding import restore
 from keras_transformer.export import saved_model, settings
@@ -41,7 +42,8 @@ def test_layout_is_base_slash_version_with_the_vocabulary_asset(exported, transl
     recorded = settings.read_settings(os.path.join(exported, "assets"))
     assert recorded == {"beam_size": 4, "alpha": 0.6, "n_best": 1, "max_input_length": 32, "extra_length": 50,
                         "no_repeat_ngram_size": 0, "repetition_penalty": 1.0,
-                        "precision": translator.models[0].dtype_policy.name}
+                        "precision": translator.models[0].dtype_policy.name,
+                        "keras_transformer_version": keras_transformer.__version__}
 
 
 def test_a_fresh_process_with_only_tensorflow_and_text_translates_the_same(exported, translator):

@@ -3,7 +3,7 @@
 The real model server cannot run on the test machines: it ships as a Docker
 image or a Debian package from Google's own repository, and these machines
 have no Docker engine and reach only PyPI and Debian. This stands in for it
-so that the README's unmodified client commands (curl and the gRPC snippet)
+so that the documented client commands (curl and the gRPC snippet), unmodified,
 run against our export:
 
 - the model is loaded as the server loads it: the newest numeric version

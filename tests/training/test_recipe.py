@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.test_readme import README, bash, make_checkout, readme_block, readme_command, readme_table
+from tests.test_docs import PAGES, bash, docs_block, docs_command, docs_table, make_checkout, page_text
 
 
 # Sentence-level exact match on the 1,000 test sentences that the default run must reach (issue 12).
@@ -18,10 +18,10 @@ EXACT_MATCH_FLOOR = 98.0
 @pytest.mark.slow
 def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     """It reaches sacreBLEU >= 90 and exact match >= 98% on the built-in test split, shows its
-    progress and examples, its export in saved_models/ serves, the README's
+    progress and examples, its export in saved_models/ serves, the documented
     attention command works on the model it leaves in runs/, and that model's
     int8 CTranslate2 export scores within 1 BLEU of its float32 one."""
-    _, command = readme_command(r"^pip install -e \. && python scripts/train\.py$").split(" && ")
+    _, command = docs_command(r"^pip install -e \. && python scripts/train\.py$").split(" && ")
     assert command == "python scripts/train.py"
     checkout = make_checkout(tmp_path)
     start = time.time()
@@ -48,24 +48,24 @@ def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     assert "tokens_per_sec" in result.stdout and "sec_per_step" in result.stdout  # progress is visible
     assert result.stdout.count("  reference: ") >= 3  # examples next to their references
     assert os.path.exists(checkout / "runs" / "numerals_en_de-small" / "test.hypotheses.txt")
-    # Every translation the README shows is what this run prints, word for word:
+    # Every translation the pages show is what this run prints, word for word:
     # the first translate command, the export's Python block and the table.
-    readme = open(README, encoding="utf-8").read()
-    shown = re.search(r"the first command prints `(.+?)`", readme).group(1)
-    from_run = bash(checkout, readme_command(r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)"))
+    pages = "\n".join(page_text(page) for page in PAGES)
+    shown = re.search(r"the first command prints `(.+?)`", pages).group(1)
+    from_run = bash(checkout, docs_command(r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)"))
     assert from_run.stdout == shown + "\n"
-    block = readme_block("tf.saved_model.load(")
+    block = docs_block("tf.saved_model.load(")
     (checkout / "load_export.py").write_text(block, encoding="utf-8")
     printed = bash(checkout, "python load_export.py").stdout.strip().splitlines()[-1]
     assert printed == re.search(r"  # (\[.*\])$", block, re.M).group(1) == str([shown])
-    table = readme_table("| sentences.txt | translations.txt |")
+    table = docs_table("| sentences.txt | translations.txt |")
     assert len(table) >= 8
     (checkout / "sentences.txt").write_text("".join(source + "\n" for source, _ in table), encoding="utf-8")
-    bash(checkout, readme_command(r"^python scripts/translate\.py --model saved_models/"))
+    bash(checkout, docs_command(r"^python scripts/translate\.py --model saved_models/"))
     assert (checkout / "translations.txt").read_text(encoding="utf-8").splitlines() == [out for _, out in table]
 
-    # The README's attention command, on this model, writes the files it names.
-    printed = bash(checkout, readme_command(r"^python scripts/plot_attention\.py ")).stdout.split()
+    # The translating page's attention command, on this model, writes the files it names.
+    printed = bash(checkout, docs_command(r"^python scripts/plot_attention\.py ")).stdout.split()
     assert printed == [f"attention/layer_{i}.png" for i in range(3)]  # small preset: 3 decoder layers
     assert (checkout / printed[-1]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

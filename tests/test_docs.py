@@ -1,14 +1,16 @@
-"""The README, run.
+"""The documentation, run: README.md and every page of docs/.
 
-Every shell command in README.md runs word for word in bash, and every
-Python block runs, in a folder laid out like a user's checkout: `scripts/`,
-and a `python` on PATH that is tests/helpers/readme_python.py (it mocks tfds
+Every shell command in them runs word for word in bash, and every Python
+block runs, in a folder laid out like a user's checkout: `scripts/`, and a
+`python` on PATH that is tests/helpers/docs_python.py (it mocks tfds
 datasets, splits the CPU for `--strategy mirrored`, and appends flags that
 scale paper-sized runs down; see there). `docker run` is the one command
 checked rather than run: there is no Docker engine here. The main job's line
 is run by tests/training/test_recipe.py, and the test command by CI itself.
+A command shown on two pages (the README's quick start and its task page)
+is one command, run once.
 
-`test_every_readme_command_and_block_is_run` fails when the README gains a
+`test_every_docs_command_and_block_is_run` fails when a page gains a
 command or block that no test runs.
 """
 
@@ -35,13 +37,17 @@ from tests.conftest import load_config, weights_by_name, write_tsv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
-README_PYTHON = os.path.join(ROOT, "tests", "helpers", "readme_python.py")
+DOCS = os.path.join(ROOT, "docs")
+# The task pages of docs/, each starting with the command a user types.
+DOC_PAGES = ["training.md", "translating.md", "serving.md", "benchmarks.md", "architecture.md"]
+PAGES = [README] + [os.path.join(DOCS, name) for name in DOC_PAGES]
+DOCS_PYTHON = os.path.join(ROOT, "tests", "helpers", "docs_python.py")
 MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": cli.evaluate_main,
          "export": cli.export_main, "average_checkpoints": cli.average_main,
          "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main, "score": cli.score_main,
          "mix_backtranslation": cli.mix_backtranslation_main, "plot_history": cli.plot_history_main}
 
-# What runs each README command (matched by regular expression) and block.
+# What runs each command (matched by regular expression) and block of the pages.
 COMMANDS_RUN_BY = {
     r"^pip install -e \. && python scripts/train\.py$": "tests/training/test_recipe.py",
     r'^pip install -e "\.\[test\]" && python -m pytest$': ".ci/run",
@@ -74,6 +80,8 @@ COMMANDS_RUN_BY = {
     r"^tail -n 2000 ": "test_real_data_commands",
     r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ": "test_real_data_commands",
     r"^python scripts/plot_history\.py ": "test_real_data_commands",
+    r"^python scripts/export\.py --model-dir runs/numerals_en_de-small --beam-size ": "test_export_command",
+    r"^ls keras_transformer/$": "test_the_layout_section_names_every_module_and_folder",
 }
 BLOCKS_RUN_BY = {
     "kt.Transformer.from_preset": "test_python_api_blocks",
@@ -88,36 +96,46 @@ TINY_SCALE = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "1024
               "--checkpoint-every", "1"]
 
 
-def readme_blocks(language):
-    text = open(README, encoding="utf-8").read()
-    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+def page_text(path):
+    return open(path, encoding="utf-8").read()
 
 
-def readme_commands():
-    """The shell commands, one string each, with `\\` continuations joined."""
+def code_blocks(text, language):
+    """The code blocks of one language in `text`, in order ("" for unlabelled ones)."""
+    return [code for lang, code in re.findall(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M) if lang == language]
+
+
+def docs_blocks(language):
+    """The blocks of `language` over all pages, each once (a block shown on two pages is one)."""
+    return list(dict.fromkeys(b for page in PAGES for b in code_blocks(page_text(page), language)))
+
+
+def docs_commands():
+    """The shell commands of all pages, one string each, with `\\` continuations
+    joined; a command shown on two pages is listed once."""
     commands = []
-    for block in readme_blocks("bash"):
+    for block in docs_blocks("bash"):
         for line in re.sub(r"\\\n\s*", "", block).splitlines():
             if line.strip() and not line.lstrip().startswith("#"):
                 commands.append(line.strip())
-    return commands
+    return list(dict.fromkeys(commands))
 
 
-def readme_command(pattern):
-    matches = [c for c in readme_commands() if re.search(pattern, c)]
+def docs_command(pattern):
+    matches = [c for c in docs_commands() if re.search(pattern, c)]
     assert len(matches) == 1, (pattern, matches)
     return matches[0]
 
 
-def readme_block(marker):
-    matches = [b for b in readme_blocks("python") if marker in b]
+def docs_block(marker):
+    matches = [b for b in docs_blocks("python") if marker in b]
     assert len(matches) == 1, (marker, matches)
     return matches[0]
 
 
-def readme_table(header):
-    """The rows of the README table whose header row is `header`, as lists of cells."""
-    text = open(README, encoding="utf-8").read()
+def docs_table(header):
+    """The rows of the table (on any page) whose header row is `header`, as lists of cells."""
+    text = "\n".join(page_text(page) for page in PAGES)
     rows = re.search(rf"^{re.escape(header)}\n\|[-|]+\|\n((?:\|.*\|\n)+)", text, re.M).group(1)
     return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows.splitlines()]
 
@@ -125,7 +143,7 @@ def readme_table(header):
 def script_invocations():
     """(script name, argv) for each `python scripts/NAME.py ...` in the commands."""
     found = []
-    for command in readme_commands():
+    for command in docs_commands():
         for part in command.split("|"):
             match = re.search(r"python scripts/(\w+)\.py(.*)", part)
             if match:
@@ -134,18 +152,18 @@ def script_invocations():
 
 
 def make_checkout(root):
-    """A folder like a user's checkout: scripts/ and, on PATH, the README's `python`."""
+    """A folder like a user's checkout: scripts/ and, on PATH, the documentation's `python`."""
     checkout = root / "checkout"
     (checkout / "bin").mkdir(parents=True)
     (checkout / "scripts").symlink_to(os.path.join(ROOT, "scripts"))
     shim = checkout / "bin" / "python"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{README_PYTHON}" "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{DOCS_PYTHON}" "$@"\n')
     shim.chmod(0o755)
     return checkout
 
 
 def bash(checkout, command, timeout=900, **env):
-    """Runs one README command in the checkout; the result, after checking it succeeded."""
+    """Runs one documented command in the checkout; the result, after checking it succeeded."""
     environment = dict(os.environ, PATH=f"{checkout / 'bin'}{os.pathsep}{os.environ['PATH']}",
                        TF_CPP_MIN_LOG_LEVEL="2", **env)
     environment.pop("TF_CONFIG", None)
@@ -161,21 +179,61 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_every_readme_command_and_block_is_run():
-    commands, blocks = readme_commands(), readme_blocks("python")
+def test_every_docs_command_and_block_is_run():
+    commands, blocks = docs_commands(), docs_blocks("python")
     for command in commands:
         owners = [p for p in COMMANDS_RUN_BY if re.search(p, command)]
-        assert len(owners) == 1, f"no single test runs this README command: {command!r} ({owners})"
+        assert len(owners) == 1, f"no single test runs this command: {command!r} ({owners})"
     for pattern in COMMANDS_RUN_BY:
-        assert any(re.search(pattern, c) for c in commands), f"no README command matches {pattern!r}"
+        assert any(re.search(pattern, c) for c in commands), f"no command of the pages matches {pattern!r}"
     for block in blocks:
         owners = [m for m in BLOCKS_RUN_BY if m in block]
-        assert len(owners) == 1, f"no single test runs this README block:\n{block}"
+        assert len(owners) == 1, f"no single test runs this block:\n{block}"
     assert len(blocks) == len(BLOCKS_RUN_BY)
+    for page in PAGES:  # code is bash or python; unlabelled blocks are listings, never run
+        languages = set(re.findall(r"^```(\w*)\n.*?^```$", page_text(page), re.S | re.M))
+        assert languages <= {"bash", "python", ""}, (page, languages)
     for owner in list(COMMANDS_RUN_BY.values()) + list(BLOCKS_RUN_BY.values()):
         assert owner in globals() or os.path.exists(os.path.join(ROOT, owner)), owner
     ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read()
     assert "test-command" in ci  # .ci/run runs the README's test command line
+
+
+def github_anchor(heading):
+    """The fragment GitHub gives a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_is_short_and_every_page_is_history_free():
+    """At most 250 lines; no commit hash and no dated measurement on any page."""
+    assert len(page_text(README).splitlines()) <= 250
+    for page in PAGES:
+        text = page_text(page)
+        hashes = [w for w in re.findall(r"\b[0-9a-f]{7,40}\b", text) if re.search(r"\d", w) and re.search("[a-f]", w)]
+        assert hashes == [], (page, hashes)
+        assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text), page
+
+
+def test_every_task_page_starts_with_a_command_and_the_readme_links_it():
+    readme = page_text(README)
+    for name in DOC_PAGES:
+        text = page_text(os.path.join(DOCS, name))
+        assert re.match(r"# [^\n]+\n\n```bash\n", text), f"docs/{name} does not start with a command"
+        assert f"](docs/{name}" in readme, f"the README does not link docs/{name}"
+    assert sorted(name for name in os.listdir(DOCS) if name.endswith(".md")) == sorted(DOC_PAGES)
+
+
+def test_every_relative_link_and_image_of_the_pages_resolves():
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page_text(page)):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+            assert os.path.exists(resolved), (page, target)
+            if anchor:
+                headings = re.findall(r"^#+ (.+)$", page_text(resolved), re.M)
+                assert anchor in [github_anchor(h) for h in headings], (page, target)
 
 
 class Parsed(Exception):
@@ -183,7 +241,7 @@ class Parsed(Exception):
 
 
 @pytest.mark.parametrize("name,args", script_invocations(), ids=lambda v: v if isinstance(v, str) else None)
-def test_readme_command_parses(name, args, monkeypatch):
+def test_docs_command_parses(name, args, monkeypatch):
     """Each command's flags, through that script's real parser (fast; the
     tests below also run them)."""
     original = argparse.ArgumentParser.parse_args
@@ -216,19 +274,19 @@ SENTENCES = ["It is half past seven.", "three hundred twenty-one", "Yesterday, m
 
 
 def test_translate_commands(trained_checkout, translator):
-    from_stdin = readme_command(r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)")
+    from_stdin = docs_command(r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)")
     sentence = re.match(r'^echo "(.*)" \|', from_stdin).group(1)
     expected = translator.translate([sentence] + SENTENCES, progress=False).best
     assert bash(trained_checkout, from_stdin).stdout == expected[0] + "\n"
 
-    from_file = readme_command(r"^python scripts/translate\.py --model saved_models/")
+    from_file = docs_command(r"^python scripts/translate\.py --model saved_models/")
     (trained_checkout / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     bash(trained_checkout, from_file)
     assert (trained_checkout / "translations.txt").read_text(encoding="utf-8") == "\n".join(expected[1:]) + "\n"
 
 
 def test_plot_attention_command(trained_checkout):
-    command = readme_command(r"^python scripts/plot_attention\.py ")
+    command = docs_command(r"^python scripts/plot_attention\.py ")
     printed = bash(trained_checkout, command).stdout.split()
     assert printed == ["attention/layer_0.png", "attention/layer_1.png"]  # the tiny preset: 2 decoder layers
     for path in printed:
@@ -239,7 +297,7 @@ def test_inspect_data_command(tmp_path, small_corpus):
     checkout = make_checkout(tmp_path)
     train, _ = small_corpus
     write_tsv(checkout / "corpus.tsv", train[:400])
-    out = bash(checkout, readme_command(r"--inspect-data$"),
+    out = bash(checkout, docs_command(r"--inspect-data$"),
                KT_TEST_SCALE=json.dumps({"train.py": ["--vocab-size", "400"]})).stdout
     assert re.search(r"^pairs read: +380$", out, re.M)  # 20 of 400 held out for validation and test
     assert re.search(r"^padding efficiency: ", out, re.M)
@@ -250,8 +308,8 @@ def test_inspect_data_command(tmp_path, small_corpus):
 def test_serving_commands(trained_checkout, translator):
     from tests.helpers.serving_double import ServingDouble
 
-    docker, curl = readme_command(r"^docker run "), readme_command(r"^curl ")
-    client = readme_block("PredictionServiceStub")
+    docker, curl = docs_command(r"^docker run "), docs_command(r"^curl ")
+    client = docs_block("PredictionServiceStub")
     # What `docker run` relies on: the mounted folder holds numbered versions,
     # and the model name and ports are the ones the clients use.
     host_path, name = re.search(r'-v "\$PWD/([^:]+):/models/([^"]+)"', docker).groups()
@@ -277,7 +335,7 @@ def test_serving_commands(trained_checkout, translator):
 
 def test_data_work_commands(trained_checkout, tiny_run_dir, translator):
     """n-best, sampling, an ensemble, scoring and the n-best export, as the
-    README runs them on the main job's run (here a tiny one, copied as the
+    translating page runs them on the main job's run (here a tiny one, copied as the
     second ensemble member), and the Python block on that model."""
     import tensorflow as tf
 
@@ -290,27 +348,27 @@ def test_data_work_commands(trained_checkout, tiny_run_dir, translator):
     if not second.exists():
         shutil.copytree(checkout / "runs" / "numerals_en_de-small", second)
 
-    bash(checkout, readme_command(r"--model runs/numerals_en_de-small --n-best "))
+    bash(checkout, docs_command(r"--model runs/numerals_en_de-small --n-best "))
     rows = [line.split("\t") for line in (checkout / "nbest.tsv").read_text(encoding="utf-8").split("\n")[:-1]]
-    n = int(re.search(r"--n-best (\d+)", readme_command(r"--n-best \d+ --input")).group(1))
+    n = int(re.search(r"--n-best (\d+)", docs_command(r"--n-best \d+ --input")).group(1))
     assert [(int(r[0]), int(r[1])) for r in rows] == [(i, k) for i in range(len(SENTENCES)) for k in range(n)]
     best = translator.translate(SENTENCES, progress=False).best
     assert [r[3] for r in rows if r[1] == "0"] == best
 
-    sampling = readme_command(r"--model runs/numerals_en_de-small --sampling-")
+    sampling = docs_command(r"--model runs/numerals_en_de-small --sampling-")
     first, again = bash(checkout, sampling).stdout, bash(checkout, sampling).stdout
     assert first == again and len(first.split("\n")) == len(SENTENCES) + 1
 
-    ensemble = bash(checkout, readme_command(r"--model runs/numerals_en_de-small --model ")).stdout
+    ensemble = bash(checkout, docs_command(r"--model runs/numerals_en_de-small --model ")).stdout
     assert ensemble == "\n".join(best) + "\n"  # two copies of one model: the model
 
     pairs = [(s, t) for s, t in zip(SENTENCES, best)]
     (checkout / "pairs.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
-    bash(checkout, readme_command(r"^python scripts/score\.py "))
+    bash(checkout, docs_command(r"^python scripts/score\.py "))
     scored = (checkout / "scores.tsv").read_text(encoding="utf-8").split("\n")
     assert scored[0] == "index\tlog_prob\tper_token\tnormalized\tpieces" and len(scored) == len(pairs) + 2
 
-    exported = bash(checkout, readme_command(r"^python scripts/export\.py .*--n-best ")).stdout.strip()
+    exported = bash(checkout, docs_command(r"^python scripts/export\.py .*--n-best ")).stdout.strip()
     assert exported == "saved_models/numerals_en_de_nbest/1"
     served = tf.saved_model.load(str(checkout / exported)).signatures["serving_default"]
     assert served(sentences=tf.constant(SENTENCES))["translations"].shape == (len(SENTENCES), n)
@@ -320,14 +378,14 @@ def test_data_work_commands(trained_checkout, tiny_run_dir, translator):
     target_ids = tf.constant([[5, 6, 0], [7, 0, 0]])
     namespace = {"model": model, "model_a": model, "model_b": model, "source_ids": source_ids,
                  "target_ids": target_ids}
-    exec(readme_block("decoding.sample_search("), namespace)  # noqa: S102
+    exec(docs_block("decoding.sample_search("), namespace)  # noqa: S102
     assert namespace["ids"].shape[:2] == (2, 4) and namespace["scores"]["log_prob"].shape == (2,)
     assert namespace["decoding"] is decoding and namespace["scoring"] is scoring
 
 
 @pytest.mark.slow
 def test_backtranslation_recipe(tmp_path, small_corpus):
-    """The four README commands, in order, on generated data and the tiny
+    """The four back-translation commands, in order, on generated data and the tiny
     preset: reverse model, sampled back-translations (repeatable by seed),
     the tagged mix with real pairs last, and the forward run on the mix."""
     checkout = make_checkout(tmp_path)
@@ -339,7 +397,7 @@ def test_backtranslation_recipe(tmp_path, small_corpus):
     scale = {"train.py": TINY_SCALE[:-4] + ["--vocab-size", "500", "--steps", "20", "--checkpoint-every", "20",
                                           "--export-dir", ""]}
     env = {"KT_TEST_SCALE": json.dumps(scale)}
-    reverse, sample, mix, forward = (readme_command(p) for p in (
+    reverse, sample, mix, forward = (docs_command(p) for p in (
         r"^python scripts/train\.py --dataset corpus\.de,corpus\.en ", r"^python scripts/translate\.py --model runs/de-en ",
         r"^python scripts/mix_backtranslation\.py ", r"^python scripts/train\.py --dataset mixed\.en,mixed\.de "))
 
@@ -384,17 +442,17 @@ def test_ctranslate2_commands(tmp_path, trained_tiny_run):
 
     checkout = make_checkout(tmp_path)
     shutil.copytree(trained_tiny_run, checkout / "runs" / "numerals_en_de-small")
-    export = readme_command(r"^python scripts/export\.py .*--format ctranslate2")
+    export = docs_command(r"^python scripts/export\.py .*--format ctranslate2")
     output = re.search(r"--output (\S+)", export).group(1)
     assert bash(checkout, export).stdout.strip() == output
-    command = readme_command(r"^echo .* \| python scripts/translate\.py --model ct2_models/")
+    command = docs_command(r"^echo .* \| python scripts/translate\.py --model ct2_models/")
     assert f"--model {output}" in command
     printed = bash(checkout, command).stdout
     sentence = re.match(r'^echo "(.*)" \|', command).group(1)
     (expected,), _ = CTranslate2Translator(str(checkout / output)).translate_batch([sentence])
     assert printed == expected + "\n" and expected
 
-    block = readme_block("ctranslate2.Translator(")
+    block = docs_block("ctranslate2.Translator(")
     assert f'"{output}"' in block and f'"{output}/sentencepiece.model"' in block and sentence in block
     result = subprocess.run([sys.executable, "-c", block], cwd=checkout, capture_output=True, text=True,
                             timeout=300)
@@ -405,11 +463,11 @@ def test_ctranslate2_commands(tmp_path, trained_tiny_run):
 @pytest.mark.slow
 def test_benchmark_command(tmp_path, small_corpus):
     checkout = make_checkout(tmp_path)
-    command = readme_command(r"^python scripts/benchmark\.py --corpus ")
+    command = docs_command(r"^python scripts/benchmark\.py --corpus ")
     corpus_path = re.search(r"--corpus (\S+)", command).group(1)
     train, _ = small_corpus
     os.makedirs(os.path.dirname(checkout / corpus_path))
-    write_tsv(checkout / corpus_path, train[:400])  # the README's corpus path, with a small stand-in
+    write_tsv(checkout / corpus_path, train[:400])  # the documented corpus path, with a small stand-in
     scale = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "256", "--length", "16",
              "--train-steps", "1", "--decode-batch", "2", "--output-length", "6", "--engines-batch", "4",
              "--streaming-pairs", "3000"]
@@ -434,7 +492,7 @@ def test_benchmark_command(tmp_path, small_corpus):
 
 @pytest.mark.slow
 def test_wmt_recipe(tmp_path):
-    """The paper's recipe as the README gives it, on 64 mock WMT14 pairs per
+    """The paper's recipe as the training page gives it, on 64 mock WMT14 pairs per
     split, two CPU replicas and a tiny model: train with MirroredStrategy,
     average the last 5 checkpoints, evaluate and export with the average."""
     import tensorflow as tf
@@ -445,7 +503,7 @@ def test_wmt_recipe(tmp_path):
     checkout = make_checkout(tmp_path)
     env = {"KT_TEST_MOCK_TFDS": "64", "KT_TEST_LOGICAL_CPUS": "2",
            "KT_TEST_SCALE": json.dumps({"train.py": TINY_SCALE})}
-    trained = bash(checkout, readme_command(r"--dataset wmt14_translate/de-en .*--strategy mirrored"), **env)
+    trained = bash(checkout, docs_command(r"--dataset wmt14_translate/de-en .*--strategy mirrored"), **env)
     assert "Strategy: mirrored, 2 replica(s) in sync" in trained.stdout
     run = checkout / "runs" / "wmt14-base"
     kept = RunDir(run).checkpoints()
@@ -453,7 +511,7 @@ def test_wmt_recipe(tmp_path):
     paper = load_config(str(run))  # the paper's schedule: warm-up 4000, inverse square root to the end
     assert (paper.warmup_steps, paper.cooldown, paper.learning_rate_scale, paper.label_smoothing) == (4000, 0.0, 1.0, 0.1)
 
-    bash(checkout, readme_command(r"^python scripts/average_checkpoints\.py "), **env)
+    bash(checkout, docs_command(r"^python scripts/average_checkpoints\.py "), **env)
     averaged = weights_by_name(run / "averaged.weights.h5")
     last_five = [weights_by_name(p) for p in kept]
     assert len(averaged) > 10
@@ -461,9 +519,9 @@ def test_wmt_recipe(tmp_path):
         np.testing.assert_allclose(value, np.mean([w[name] for w in last_five], axis=0), rtol=1e-5, atol=1e-6,
                                    err_msg=name)
 
-    evaluated = bash(checkout, readme_command(r"^python scripts/evaluate\.py "), **env)
+    evaluated = bash(checkout, docs_command(r"^python scripts/evaluate\.py "), **env)
     assert re.search(r"^sacreBLEU \d+\.\d+  \(nrefs:1\|", evaluated.stdout, re.M)
-    exported = bash(checkout, readme_command(r"^python scripts/export\.py --model-dir runs/wmt14-base "), **env)
+    exported = bash(checkout, docs_command(r"^python scripts/export\.py --model-dir runs/wmt14-base "), **env)
     assert sorted(os.listdir(checkout / "saved_models" / "wmt14-base")) == ["1", "2"]  # train.py exported 1
     assert "saved_models/wmt14-base/2" in exported.stdout
 
@@ -482,13 +540,13 @@ def test_wmt_recipe(tmp_path):
 
 @pytest.mark.slow
 def test_multi_worker_command(tmp_path):
-    """The README's TF_CONFIG command, started twice (worker 0 and worker 1) on
+    """The training page's TF_CONFIG command, started twice (worker 0 and worker 1) on
     127.0.0.1 with /shared/ moved into tmp_path: both finish with identical
     weights, and only the chief evaluates."""
     from tests.training.test_trainer import optimizer_iterations
 
     checkout = make_checkout(tmp_path)
-    command = readme_command(r"^TF_CONFIG=")
+    command = docs_command(r"^TF_CONFIG=")
     hosts = re.findall(r'"(host\d:\d+)"', command)
     assert len(hosts) == 2 and '"index": 0' in command
     ports = [free_port(), free_port()]
@@ -541,7 +599,7 @@ def test_python_api_blocks(tmp_path, small_corpus, tokenizer_path, monkeypatch):
 
     namespace = {"source_ids": source_ids, "target_input_ids": target_input_ids,
                  "train_ds": as_dataset(batches), "val_ds": as_dataset(batches[:1])}
-    exec(readme_block("kt.Transformer.from_preset"), namespace)  # noqa: S102
+    exec(docs_block("kt.Transformer.from_preset"), namespace)  # noqa: S102
     logits, model = namespace["logits"], namespace["model"]
     assert logits.shape == (*target_input_ids.shape, 37000) and logits.dtype == "float32"
     assert int(model.optimizer.iterations) == 2
@@ -550,7 +608,7 @@ def test_python_api_blocks(tmp_path, small_corpus, tokenizer_path, monkeypatch):
     shutil.copyfile(tokenizer_path, tmp_path / "sentencepiece.model")
     monkeypatch.chdir(tmp_path)
     with tfds.testing.mock_data(num_examples=16):
-        exec(readme_block("decoding.greedy_search"), namespace)  # noqa: S102
+        exec(docs_block("decoding.greedy_search"), namespace)  # noqa: S102
     (batch_source, batch_target_in), batch_target_out = next(iter(namespace["train_ds"]))
     assert batch_source.dtype == batch_target_in.dtype == batch_target_out.dtype == tf.int32
     # The decoder input is BOS + target and the output target + EOS: shifted by one.
@@ -570,7 +628,7 @@ def test_builtin_corpus_block(tmp_path):
     from keras_transformer.data.numerals_en_de import generator as corpus
 
     dump = tmp_path / "test.json"
-    code = readme_block('tfds.load("numerals_en_de"') + (
+    code = docs_block('tfds.load("numerals_en_de"') + (
         f"\nimport json\njson.dump([[ex['en'].decode(), ex['de'].decode()] for ex in tfds.as_numpy(test)],"
         f" open({str(dump)!r}, 'w'))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
@@ -581,7 +639,7 @@ def test_builtin_corpus_block(tmp_path):
 
 
 def test_fine_tuning_command(tmp_path, trained_tiny_run):
-    """The README's --init-from command, from a trained tiny run standing in for
+    """The training page's --init-from command, from a trained tiny run standing in for
     runs/wmt14-base, on a small my_domain.tsv: the new run has the old one's
     preset and vocabulary, validation scores, and a model choice."""
     checkout = make_checkout(tmp_path)
@@ -590,7 +648,7 @@ def test_fine_tuning_command(tmp_path, trained_tiny_run):
 
     write_tsv(checkout / "my_domain.tsv", corpus.generate("test", 400))
     scale = ["--batch-tokens", "1024", "--steps", "4", "--checkpoint-every", "2", "--max-output-extra", "5"]
-    out = bash(checkout, readme_command(r"^python scripts/train\.py --init-from "),
+    out = bash(checkout, docs_command(r"^python scripts/train\.py --init-from "),
                KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
     tuned = checkout / "runs" / "wmt14-base-my_domain"
     config = load_config(tuned)
@@ -603,23 +661,23 @@ def test_fine_tuning_command(tmp_path, trained_tiny_run):
 
 
 def test_real_data_commands(tmp_path, small_corpus):
-    """The README's real-data section on a generated stand-in for the
-    LibreOffice corpus (2,300 pairs at ../shared/data/), a tiny model and a
-    1.5-minute budget: the split commands, training with --test and
-    --time-budget, and the plot."""
+    """The README's own-corpus commands and the training page's plot, on a
+    generated stand-in for the LibreOffice corpus (2,300 pairs at
+    ../shared/data/), a tiny model and a 1.5-minute budget: the split
+    commands, training with --test and --time-budget, and the plot."""
     from keras_transformer.data.numerals_en_de import generator as corpus
 
     checkout = make_checkout(tmp_path)
     pairs = corpus.generate("train", 2300)
     os.makedirs(tmp_path / "shared" / "data")
     write_tsv(tmp_path / "shared" / "data" / "libreoffice_help_en_de.tsv", pairs)
-    bash(checkout, readme_command(r"^head -n -2000 "))
-    bash(checkout, readme_command(r"^tail -n 2000 "))
+    bash(checkout, docs_command(r"^head -n -2000 "))
+    bash(checkout, docs_command(r"^tail -n 2000 "))
     assert (checkout / "libreoffice.test.tsv").read_text(encoding="utf-8") == "".join(
         f"{s}\t{t}\n" for s, t in pairs[300:])
-    command = readme_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ")
+    command = docs_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ")
     assert command.endswith(" --time-budget 25")
-    model_dir = re.search(r"--model-dir (\S+)", readme_command(r"^python scripts/plot_history\.py ")).group(1)
+    model_dir = re.search(r"--model-dir (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
     scale = TINY_SCALE + ["--vocab-size", "500", "--checkpoint-every", "2", "--bleu-sentences", "5",
                           "--max-output-extra", "5", "--time-budget", "1.5", "--model-dir", model_dir]
     out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
@@ -631,21 +689,26 @@ def test_real_data_commands(tmp_path, small_corpus):
     for name in ("last", "average", "best"):
         assert re.search(rf"^  {name}( \(chosen\))? +sacreBLEU +\d+\.\d\d  chrF +\d+\.\d\d  exact match", out,
                          re.M) or name == "best"  # best is left out when it is the last interval
-    plotted = bash(checkout, readme_command(r"^python scripts/plot_history\.py ")).stdout.splitlines()
-    output = re.search(r"--output (\S+)", readme_command(r"^python scripts/plot_history\.py ")).group(1)
+    plotted = bash(checkout, docs_command(r"^python scripts/plot_history\.py ")).stdout.splitlines()
+    output = re.search(r"--output (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
     assert plotted[0].split() == ["updates", "minutes", "val_bleu", "val_chrf"]
     updates = [int(line.split()[0]) for line in plotted[1:-1]]  # every 2 (the scale's interval) until the budget
     assert updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates[-1] > updates[-2] and plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_layout_section_names_every_module_and_folder():
+def test_the_layout_section_names_every_module_and_folder(tmp_path):
+    """The architecture page's `ls keras_transformer/` lists what its Layout
+    section names: every folder, and every module but cli's family."""
     import pkgutil
 
     import keras_transformer
 
-    readme = open(README, encoding="utf-8").read()
-    layout = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    checkout = make_checkout(tmp_path)
+    (checkout / "keras_transformer").symlink_to(os.path.dirname(keras_transformer.__file__))
+    listed = set(bash(checkout, docs_command(r"^ls keras_transformer/$")).stdout.split())
+    page = page_text(os.path.join(DOCS, "architecture.md"))
+    layout = page.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`([a-z_0-9]+)/?`", layout))
     modules = {info.name.rsplit(".", 1)[1] for info in pkgutil.walk_packages(keras_transformer.__path__,
                                                                             "keras_transformer.")}
@@ -653,16 +716,35 @@ def test_the_layout_section_names_every_module_and_folder():
     described = {m for m in modules if m not in {"builtin_dataset", "common", "train", "decode", "score",
                                                    "export", "data", "history", "benchmark"}}
     assert described - named == set()
-    folders = {name for name in os.listdir(os.path.dirname(keras_transformer.__file__))
-               if os.path.isdir(os.path.join(os.path.dirname(keras_transformer.__file__), name))
-               and name != "__pycache__"}
+    folders = {name for name in listed if "." not in name and name != "__pycache__"}
+    assert folders == {"modeling", "data", "decoding", "export", "training", "benchmarks", "plots", "cli"}
     assert folders <= named
+    shared = {name[:-3] for name in listed if name.endswith(".py") and name != "__init__.py"}
+    assert shared == {"config", "run_dir", "files"} and shared <= named
+
+
+def test_export_command(trained_checkout):
+    """The serving page's export: a new version beside the run's, recording
+    the flags it was given and the package version."""
+    import keras_transformer
+    from keras_transformer.export import settings
+
+    command = docs_command(r"^python scripts/export\.py --model-dir runs/numerals_en_de-small --beam-size ")
+    base = re.search(r"--output (\S+)", command).group(1)
+    before = settings.versions(trained_checkout / base)
+    printed = bash(trained_checkout, command).stdout
+    after = settings.versions(trained_checkout / base)
+    assert after[0] == before[0] + 1 and f"{base}/{after[0]}" in printed
+    recorded = settings.read_settings(trained_checkout / base / str(after[0]) / "assets")
+    beam, alpha = re.search(r"--beam-size (\d+) --alpha ([\d.]+)", command).groups()
+    assert (recorded["beam_size"], recorded["alpha"]) == (int(beam), float(alpha))
+    assert recorded["keras_transformer_version"] == keras_transformer.__version__
 
 
 def test_serving_benchmark_command(trained_checkout):
     """The serving comparison on the main job's run (here a tiny one): every
     engine's two figures, and ratios that follow from them."""
-    command = readme_command(r"^python scripts/benchmark\.py --serving ")
+    command = docs_command(r"^python scripts/benchmark\.py --serving ")
     scale = ["--serving-sentences", "4", "--serving-rounds", "1", "--engines-batch", "2"]
     out = bash(trained_checkout, command, KT_TEST_SCALE=json.dumps({"benchmark.py": scale})).stdout
     rows = re.findall(r"^  (SavedModel|Translator|CTranslate2 float32|CTranslate2 int8) +batch 1: +(\d+\.\d\d) "
