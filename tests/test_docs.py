@@ -33,9 +33,8 @@ from keras_transformer.config import RunConfig
 from keras_transformer.decoding import restore
 from keras_transformer.export import saved_model
 from keras_transformer.run_dir import RunDir
-from tests.conftest import load_config, weights_by_name, write_tsv
+from tests.conftest import ROOT, load_config, weights_by_name, write_tsv
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 DOCS = os.path.join(ROOT, "docs")
 # The task pages of docs/, each starting with the command a user types.
@@ -92,6 +91,8 @@ BLOCKS_RUN_BY = {
     "ctranslate2.Translator(": "test_ctranslate2_commands",
     "decoding.sample_search(": "test_data_work_commands",
 }
+# A fenced block: its language ("" when unlabelled) and its code.
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 TINY_SCALE = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "1024", "--steps", "6",
               "--checkpoint-every", "1"]
 
@@ -102,7 +103,7 @@ def page_text(path):
 
 def code_blocks(text, language):
     """The code blocks of one language in `text`, in order ("" for unlabelled ones)."""
-    return [code for lang, code in re.findall(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M) if lang == language]
+    return [code for lang, code in FENCE.findall(text) if lang == language]
 
 
 def docs_blocks(language):
@@ -191,7 +192,7 @@ def test_every_docs_command_and_block_is_run():
         assert len(owners) == 1, f"no single test runs this block:\n{block}"
     assert len(blocks) == len(BLOCKS_RUN_BY)
     for page in PAGES:  # code is bash or python; unlabelled blocks are listings, never run
-        languages = set(re.findall(r"^```(\w*)\n.*?^```$", page_text(page), re.S | re.M))
+        languages = {lang for lang, _ in FENCE.findall(page_text(page))}
         assert languages <= {"bash", "python", ""}, (page, languages)
     for owner in list(COMMANDS_RUN_BY.values()) + list(BLOCKS_RUN_BY.values()):
         assert owner in globals() or os.path.exists(os.path.join(ROOT, owner)), owner

@@ -22,9 +22,10 @@ per choice:
   corpus scored 0.65, with other changes).
 - maximum length: the corpus' long pairs (99th percentile) in pieces.
 - learning rate and warm-up: the warm-up climbs as the preset's measured
-  one does (`PEAK_WARMUP`: the main job's 400 updates for small, the
+  one does (`REFERENCE_WARMUP`: the main job's 400 updates for small, the
   paper's 4,000 for base), so every update of it has the rate that one has
-  at the same update, for half the planned updates at most; then the
+  at the same update, for half the planned updates at most
+  (`budget.WARMUP_SHARE`); then the
   paper's inverse square root, then the run's linear cool-down (--cooldown,
   half the run) to zero exactly when the budget ends (Li et al., 2020:
   budgeted training). A short run is therefore a triangle that peaks lower
@@ -62,11 +63,9 @@ DROPOUT_SLOWDOWN = 1.12
 REAL_BATCH_SLOWDOWN = 1.2
 BATCH_TOKENS = 4096
 VALIDATION_SENTENCES = 200
-# The warm-up takes at most this share of the planned updates.
-WARMUP_SHARE = 0.5
 # The warm-up a preset's climb follows (see `rate_scale`): the main job's for
 # tiny and small, the paper's for base and big.
-PEAK_WARMUP = {"tiny": 400, "small": 400, "base": 4000, "big": 4000}
+REFERENCE_WARMUP = {"tiny": 400, "small": 400, "base": 4000, "big": 4000}
 # What the recipe and the budget's plan may set (`choose`, `recipe.plan_budget`).
 CHOSEN = ("vocab_size", "batch_tokens", "preset", "dropout", "label_smoothing", "max_length", "bleu_sentences",
           "learning_rate_scale", "steps", "checkpoint_every", "warmup_steps")
@@ -147,8 +146,8 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
 
 
 def reference_warmup(preset):
-    """The warm-up whose climb a run of `preset` follows (`PEAK_WARMUP`)."""
-    return PEAK_WARMUP.get(preset, 4000)
+    """The warm-up whose climb a run of `preset` follows (`REFERENCE_WARMUP`)."""
+    return REFERENCE_WARMUP.get(preset, 4000)
 
 
 def rate_scale(preset, warmup):

@@ -39,6 +39,9 @@ from keras import ops
 TARGET_INTERVALS = 6
 # The first checkpoint needs at least this many updates.
 MIN_INTERVAL = 10
+# The warm-up takes at most this share of the planned updates (the cool-down
+# takes the last half; see training/auto_config.py for the warm-up's rate).
+WARMUP_SHARE = 0.5
 # An interval's end stops the run when the time left buys less than this share of another interval.
 LAST_INTERVAL_SHARE = 0.5
 # Share of the budget first set aside for validation and the model choice;
@@ -61,7 +64,7 @@ class Plan:
     max_updates: int  # `steps`: a bound that the time, not the count, should reach
 
 
-def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=0.5, max_warmup=4000):
+def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=4000):
     """The `Plan` for the budget left. ValueError if it does not reach the first checkpoint."""
     left = budget_seconds - spent_seconds
     updates = int(left * (1.0 - FIRST_OVERHEAD_SHARE) / seconds_per_update)

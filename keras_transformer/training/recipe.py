@@ -98,8 +98,8 @@ def plan_budget(config, run_dir, started, fixed=()):
     print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
     corpus = corpus_size.measure(config.data)
     config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config), fixed)
-    plan = budget.plan(budget_seconds, time.monotonic() - started, seconds, auto_config.WARMUP_SHARE,
-                       auto_config.reference_warmup(config.preset))
+    plan = budget.plan(budget_seconds, time.monotonic() - started, seconds,
+                       max_warmup=auto_config.reference_warmup(config.preset))
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, config.checkpoint_every)
     planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}

@@ -86,11 +86,11 @@ def test_a_short_warm_up_climbs_as_the_reference_one_does(preset, warmup, scale)
 
     assert auto_config.rate_scale(preset, warmup) == pytest.approx(scale)
     d_model = presets.get_preset(preset).d_model
-    reference = TransformerSchedule(d_model, auto_config.PEAK_WARMUP[preset])
+    reference = TransformerSchedule(d_model, auto_config.REFERENCE_WARMUP[preset])
     schedule = TransformerSchedule(d_model, warmup, scale)
     for step in (1, warmup // 2, warmup):
         assert float(schedule(step)) == pytest.approx(float(reference(step)), rel=1e-5)
-    assert auto_config.rate_scale(preset, 2 * auto_config.PEAK_WARMUP[preset]) == 1.0  # never above the paper's
+    assert auto_config.rate_scale(preset, 2 * auto_config.REFERENCE_WARMUP[preset]) == 1.0  # never above the paper's
 
 
 def test_the_users_flags_stay_as_given():
