@@ -81,6 +81,12 @@ COMMANDS_RUN_BY = {
     r"^python scripts/plot_history\.py ": "test_real_data_commands",
     r"^python scripts/export\.py --model-dir runs/numerals_en_de-small --beam-size ": "test_export_command",
     r"^ls keras_transformer/$": "test_the_layout_section_names_every_module_and_folder",
+    r"^python scripts/benchmark\.py --peer-eole ": "test_eole_peer_command",
+}
+# Commands no test runs, because they need what CI cannot have; each page showing one says so
+# ("Not run by the tests: <reason>").
+COMMANDS_NOT_RUN = {
+    r"^python -m venv eole-venv && eole-venv/bin/pip install torch==2\.13\.0 ": "it installs torch",
 }
 BLOCKS_RUN_BY = {
     "kt.Transformer.from_preset": "test_python_api_blocks",
@@ -183,9 +189,14 @@ def free_port():
 def test_every_docs_command_and_block_is_run():
     commands, blocks = docs_commands(), docs_blocks("python")
     for command in commands:
-        owners = [p for p in COMMANDS_RUN_BY if re.search(p, command)]
+        owners = [p for p in [*COMMANDS_RUN_BY, *COMMANDS_NOT_RUN] if re.search(p, command)]
         assert len(owners) == 1, f"no single test runs this command: {command!r} ({owners})"
-    for pattern in COMMANDS_RUN_BY:
+    for pattern, reason in COMMANDS_NOT_RUN.items():
+        pages = [page for page in PAGES if any(re.search(pattern, line.strip())
+                                               for line in page_text(page).splitlines())]
+        assert pages and all(f"Not run by the tests: {reason}" in " ".join(page_text(page).split())
+                                   for page in pages), pattern
+    for pattern in [*COMMANDS_RUN_BY, *COMMANDS_NOT_RUN]:
         assert any(re.search(pattern, c) for c in commands), f"no command of the pages matches {pattern!r}"
     for block in blocks:
         owners = [m for m in BLOCKS_RUN_BY if m in block]
@@ -696,6 +707,51 @@ def test_real_data_commands(tmp_path, small_corpus):
     updates = [int(line.split()[0]) for line in plotted[1:-1]]  # every 2 (the scale's interval) until the budget
     assert updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates[-1] > updates[-2] and plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+EOLE = os.environ.get("KT_TEST_EOLE") or shutil.which("eole")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not EOLE, reason="eole is not installed (it needs torch, which CI does not install). To run "
+                    "this test: python -m venv eole-venv && eole-venv/bin/pip install torch==2.13.0 eole==0.6.4 "
+                    "aiohttp, then KT_TEST_EOLE=eole-venv/bin/eole python -m pytest -k eole_peer_command")
+def test_eole_peer_command(tmp_path, small_corpus):
+    """The benchmark page's comparison with eole, on 600 built-in pairs and a
+    4-minute budget a side (eole's first 10 updates alone took 93 s here, and
+    it writes a checkpoint every 20): both sides train, translate the same
+    test sentences, and the printed scores and ratio are those of the files."""
+    import sacrebleu
+
+    from keras_transformer.benchmarks import eole_peer
+
+    checkout = make_checkout(tmp_path)
+    command = docs_command(r"^python scripts/benchmark\.py --peer-eole ")
+    eole = re.search(r"--peer-eole (\S+)", command).group(1)
+    os.makedirs(os.path.dirname(checkout / eole))
+    os.symlink(os.path.abspath(EOLE), checkout / eole)
+    train, test = small_corpus
+    write_tsv(checkout / re.search(r"--dataset (\S+)", command).group(1), train[:600])
+    write_tsv(checkout / re.search(r"--test (\S+)", command).group(1), test[:20])
+    out = bash(checkout, command, timeout=1200,
+               KT_TEST_SCALE=json.dumps({"benchmark.py": ["--time-budget", "4"]})).stdout
+    sides = dict((name, (float(bleu), float(chrf), int(updates))) for name, bleu, chrf, updates in re.findall(
+        r"^peer (\S+) +test sacreBLEU +(\d+\.\d\d)  chrF +(\d+\.\d\d) +(\d+) updates in", out, re.M))
+    assert list(sides) == ["keras_transformer", "eole"]
+    references = [t for _, t in test[:20]]
+    for name, folder in (("keras_transformer", "ours"), ("eole", "eole")):
+        hypotheses = open(checkout / "runs" / "eole_peer" / folder / "test.hypotheses.txt",
+                          encoding="utf-8").read().splitlines()
+        assert len(hypotheses) == 20
+        assert sides[name][0] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
+        assert sides[name][1] == round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2)
+    assert sides["eole"][2] > 0 and sides["eole"][2] % eole_peer.SAVE_EVERY == 0
+    ratio = re.search(r"^peer keras_transformer / eole sacreBLEU: (\d+\.\d\dx|undefined \(eole: 0\))", out,
+                      re.M).group(1)
+    if sides["eole"][0]:
+        assert float(ratio[:-1]) == pytest.approx(sides["keras_transformer"][0] / sides["eole"][0], abs=0.01)
+    else:
+        assert ratio == "undefined (eole: 0)"
 
 
 def test_the_layout_section_names_every_module_and_folder(tmp_path):

@@ -1,6 +1,7 @@
 """`scripts/benchmark.py`."""
 
 import os
+import shutil
 import tempfile
 
 from keras_transformer.config import RunConfig
@@ -52,7 +53,60 @@ def _parser():
     group.add_argument("--serving-quick-steps", type=int, default=200,
                        help="Updates of the stand-in run trained when --serving has no value and the main "
                        "job has not run (200: about 3 minutes on 2 cores).")
+    peer = parser.add_argument_group(
+        "peer", "With --peer-eole, only this comparison runs: this package's default recipe and eole (OpenNMT's "
+        "PyTorch toolkit, in its own virtual environment) trained one after the other on --dataset for "
+        "--time-budget minutes each, with the same model size, SentencePiece model and tokens per batch, "
+        "then both scored on --test (docs/benchmarks.md says which of eole's settings are used).")
+    peer.add_argument("--peer-eole", metavar="EOLE", default=None,
+                      help="The `eole` command to compare with, e.g. eole-venv/bin/eole.")
+    peer.add_argument("--dataset", help="With --peer-eole: the training corpus, a TSV as train.py takes it.")
+    peer.add_argument("--test", help="With --peer-eole: the test TSV both sides are scored on.")
+    peer.add_argument("--time-budget", default="25",
+                      help="With --peer-eole: minutes each side trains (25, 90m, 1.5h); this package's "
+                      "budget also covers its model choice, eole's its build_vocab.")
+    peer.add_argument("--eole-learning-rate", default="2",
+                      help="With --peer-eole: the factor of eole's noam schedule (2: its WMT17 recipe's, twice "
+                      "the paper's), or `match`: the learning-rate scale this package's recipe chose, so that "
+                      "eole's warm-up climbs as ours does.")
+    peer.add_argument("--peer-dir", default="runs/eole_peer",
+                      help="With --peer-eole: where both runs go (ours/ and eole/ in it); it must not hold a run.")
     return parser
+
+
+def _peer_main(parser, args):
+    """--peer-eole: this package against eole at the same budget."""
+    from keras_transformer.config import parse_minutes  # noqa: PLC0415
+
+    for name in ("dataset", "test"):
+        if not getattr(args, name):
+            parser.error(f"--peer-eole needs --{name}.")
+        if not os.path.exists(getattr(args, name)):
+            parser.error(f"--{name} {getattr(args, name)!r} does not exist.")
+    eole = shutil.which(args.peer_eole)
+    if eole is None:
+        parser.error(f"--peer-eole {args.peer_eole!r} is not an executable eole command; install it with "
+                     "`python -m venv eole-venv && eole-venv/bin/pip install torch==2.13.0 eole==0.6.4 aiohttp`.")
+    try:
+        parse_minutes(args.time_budget)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.eole_learning_rate != "match":
+        try:
+            if float(args.eole_learning_rate) <= 0:
+                raise ValueError
+        except ValueError:
+            parser.error(f"--eole-learning-rate {args.eole_learning_rate!r} must be a positive number or `match`.")
+    if os.path.exists(args.peer_dir) and os.listdir(args.peer_dir):
+        parser.error(f"--peer-dir {args.peer_dir!r} already holds a run; give an empty or new folder.")
+    from keras_transformer.benchmarks import eole_peer  # noqa: PLC0415
+
+    try:
+        eole_peer.compare(args.dataset, args.test, args.time_budget, os.path.abspath(eole), args.peer_dir,
+                          args.eole_learning_rate)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"benchmark.py: error: {error}\n")
+    return 0
 
 
 def _main_job_run():
@@ -115,6 +169,8 @@ def _speed_main(parser, args):
 def benchmark_main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.peer_eole is not None:
+        return _peer_main(parser, args)
     if args.serving is not None:
         return _serving_main(parser, args)
     return _speed_main(parser, args)
