@@ -13,7 +13,7 @@ per choice:
   updates it needs (`BASE_MIN_UPDATES`); on a 2-core CPU an afternoon buys it
   a few hundred.
 - dropout: by the epochs the budget buys. Under 5 epochs a run does not
-  overfit (LibreOffice's 20k pairs at 25 minutes, 2.6 epochs: the
+  overfit (LibreOffice's 20k pairs at 25 minutes, about 3.4 epochs: the
   validation loss at or below the training loss at every interval, 4.30
   against 4.32 at the end), and dropout slows learning (the built-in corpus
   at 4 epochs: no gain, 12% slower updates); many epochs of a small corpus
