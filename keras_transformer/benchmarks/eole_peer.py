@@ -85,8 +85,8 @@ def eole_config(config, spm_model, train_src, train_tgt, vocab_path, model_path,
             "world_size": 1, "gpu_ranks": [], "num_workers": 0,
             "batch_type": "tokens", "batch_size": config.batch_tokens, "batch_size_multiple": 8,
             "accum_count": [1], "accum_steps": [0], "compute_dtype": "fp32",
-            "optim": "adamw", "learning_rate": learning_rate, "warmup_steps": config.warmup_steps, "decay_method": "noam",
-            "adam_beta2": 0.998, "dropout_steps": [0], "dropout": [0.1], "attention_dropout": [0.1],
+            "optim": "adamw", "learning_rate": learning_rate, "warmup_steps": config.warmup_steps,
+            "decay_method": "noam", "adam_beta2": 0.998, "dropout_steps": [0], "dropout": [0.1], "attention_dropout": [0.1],
             "max_grad_norm": 0, "label_smoothing": 0.1, "param_init_method": "xavier_uniform",
             "normalization": "tokens"},
         "model": {
@@ -162,17 +162,16 @@ def eole_side(config, eole, minutes, work_dir, learning_rate=EOLE_LEARNING_RATE)
     if os.path.exists(log):
         os.remove(log)
     start = time.monotonic()
-    pairs, _ = sources.load_split(config.data, "train")
-    train = [(s.decode("utf-8"), t.decode("utf-8")) for s, t in sources.nonempty(pairs).as_numpy_iterator()]
-    write_lines(work("train.src"), [s for s, _ in train])
-    write_lines(work("train.tgt"), [t for _, t in train])
+    train_sources, train_targets = sources.read_split(config.data, "train")
+    write_lines(work("train.src"), train_sources)
+    write_lines(work("train.tgt"), train_targets)
     spm_model = os.path.abspath(RunDir(config.model_dir).vocabulary_path)
     settings = eole_config(config, spm_model, work("train.src"), work("train.tgt"), work("vocab.shared"),
                            work("model"), learning_rate)
     with open(work("config.yaml"), "w", encoding="utf-8") as f:
         json.dump(settings, f, indent=1)
     deadline = start + parse_minutes(str(minutes)) * 60.0
-    print(f"eole: {len(train):,} training pairs; build_vocab and train for {minutes} minutes "
+    print(f"eole: {len(train_sources):,} training pairs; build_vocab and train for {minutes} minutes "
           f"(log: {log})", flush=True)
     code, stopped = run_until([eole, "build_vocab", "--config", work("config.yaml"), "--n_sample", "-1"],
                               deadline, log)

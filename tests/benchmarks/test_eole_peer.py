@@ -32,7 +32,8 @@ def test_the_eole_config_has_this_runs_size_vocabulary_batch_and_warmup_and_the_
     assert (training["gpu_ranks"], training["compute_dtype"], training["save_checkpoint_steps"]) == \
         ([], "fp32", eole_peer.SAVE_EVERY)
     sentencepiece = settings["transforms_configs"]["sentencepiece"]
-    assert sentencepiece == {"src_subword_model": "/r/sentencepiece.model", "tgt_subword_model": "/r/sentencepiece.model"}
+    assert sentencepiece == {"src_subword_model": "/r/sentencepiece.model",
+                             "tgt_subword_model": "/r/sentencepiece.model"}
     assert settings["transforms_configs"]["filtertoolong"] == {"src_seq_length": 112, "tgt_seq_length": 112}
     assert settings["src_vocab"] == settings["tgt_vocab"] == "/w/vocab.shared" and settings["share_vocab"]
     assert settings["data"] == {"corpus_1": {"path_src": "/w/train.src", "path_tgt": "/w/train.tgt"}}

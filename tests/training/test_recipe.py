@@ -151,11 +151,10 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     assert code == 1 and "--time-budget 0.0166667 minutes leaves time for" in err and "Give at least" in err
 
 
-def test_a_budgeted_fine_tuning_run_keeps_the_shape_of_the_run_it_starts_from(tmp_path, monkeypatch):
-    """With --init-from, the preset and the vocabulary are the source run's: the recipe must not choose them."""
-    import time as clock
-
-    from keras_transformer.config import RunConfig
+@pytest.fixture
+def plan_on_a_fake_machine(monkeypatch):
+    """`plan(config, fixed=())`: `recipe.plan_budget` for a 20,000-pair corpus
+    on a machine that makes one update a second, in the config's model_dir."""
     from keras_transformer.data.corpus_size import CorpusSize
     from keras_transformer.run_dir import RunDir
     from keras_transformer.training import recipe
@@ -163,36 +162,38 @@ def test_a_budgeted_fine_tuning_run_keeps_the_shape_of_the_run_it_starts_from(tm
     monkeypatch.setattr(recipe.corpus_size, "measure",
                         lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000))
     monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.0)
+
+    def plan(config, fixed=()):
+        return recipe.plan_budget(config, RunDir(config.model_dir), time.monotonic(), fixed)
+
+    return plan
+
+
+def test_a_budgeted_fine_tuning_run_keeps_the_shape_of_the_run_it_starts_from(tmp_path, plan_on_a_fake_machine):
+    """With --init-from, the preset and the vocabulary are the source run's: the recipe must not choose them."""
+    from keras_transformer.config import RunConfig
+
     config = RunConfig(dataset="c.tsv", time_budget="30", init_from="runs/general", preset="tiny", vocab_size=500,
                        model_dir=str(tmp_path / "run"))
-    planned, record = recipe.plan_budget(config, RunDir(tmp_path / "run"), clock.monotonic())
+    planned, record = plan_on_a_fake_machine(config)
     assert (planned.preset, planned.vocab_size) == ("tiny", 500)
     assert "vocab_size 500 (your flag)" in record["recipe"] and "preset tiny (your flag)" in record["recipe"]
-    free, _ = recipe.plan_budget(RunConfig(dataset="c.tsv", time_budget="30", model_dir=str(tmp_path / "other")),
-                                 RunDir(tmp_path / "other"), clock.monotonic())
+    free, _ = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="30", model_dir=str(tmp_path / "other")))
     assert free.vocab_size == 8000  # without --init-from the recipe chooses
 
 
-def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, monkeypatch):
+def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fake_machine):
     """The plan's line says the warm-up climbs as the reference one does only when the recipe chose the scale."""
-    import time as clock
-
     from keras_transformer.config import RunConfig
-    from keras_transformer.data.corpus_size import CorpusSize
-    from keras_transformer.run_dir import RunDir
-    from keras_transformer.training import recipe
 
-    monkeypatch.setattr(recipe.corpus_size, "measure",
-                        lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000))
-    monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.0)
-    chosen, record = recipe.plan_budget(RunConfig(dataset="c.tsv", time_budget="10", model_dir=str(tmp_path / "a")),
-                                        RunDir(tmp_path / "a"), clock.monotonic())
+    chosen, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
+                                                      model_dir=str(tmp_path / "a")))
     assert chosen.learning_rate_scale < 1.0
     assert record["recipe"][-1].endswith(f"warm-up {chosen.warmup_steps} at learning-rate scale "
                                          f"{chosen.learning_rate_scale} (climbing as a 400-update warm-up does), "
                                          "the rate at zero when the budget ends")
     config = RunConfig(dataset="c.tsv", time_budget="10", learning_rate_scale=1.0, model_dir=str(tmp_path / "b"))
-    given, record = recipe.plan_budget(config, RunDir(tmp_path / "b"), clock.monotonic(), fixed={"learning_rate_scale"})
+    given, record = plan_on_a_fake_machine(config, fixed={"learning_rate_scale"})
     assert given.learning_rate_scale == 1.0 and given.warmup_steps == chosen.warmup_steps
     assert record["recipe"][-1].endswith(f"warm-up {given.warmup_steps} at learning-rate scale 1.0 (your flag), "
                                          "the rate at zero when the budget ends")
