@@ -16,6 +16,7 @@ EXACT_MATCH_FLOOR = 98.0
 
 
 @pytest.mark.slow
+@pytest.mark.first
 def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     """It reaches sacreBLEU >= 90 and exact match >= 98% on the built-in test split, shows its
     progress and examples, its export in saved_models/ serves, the documented
