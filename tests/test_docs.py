@@ -735,6 +735,9 @@ def test_eole_peer_command(tmp_path, small_corpus):
     write_tsv(checkout / re.search(r"--test (\S+)", command).group(1), test[:20])
     out = bash(checkout, command, timeout=1200,
                KT_TEST_SCALE=json.dumps({"benchmark.py": ["--time-budget", "4"]})).stdout
+    # While eole trains (4 minutes here), its progress every minute.
+    assert len(re.findall(r"^eole: training, (?:\d+ updates saved|no checkpoint yet), \d+\.\d minutes left$", out,
+                          re.M)) >= 2
     sides = dict((name, (float(bleu), float(chrf), int(updates))) for name, bleu, chrf, updates in re.findall(
         r"^peer (\S+) +test sacreBLEU +(\d+\.\d\d)  chrF +(\d+\.\d\d) +(\d+) updates in", out, re.M))
     assert list(sides) == ["keras_transformer", "eole"]

@@ -108,14 +108,20 @@ def read_lines(path):
         return [line.rstrip("\n") for line in f]
 
 
-def run_until(command, deadline, log_path, clock=time.monotonic):
+def run_until(command, deadline, log_path, clock=time.monotonic, report=None, every=60.0):
     """Runs `command` (a list) with its output to `log_path` until it ends or
     `clock()` reaches `deadline`, when its process group gets SIGTERM (then
-    SIGKILL after 30 s). Returns (return code, whether the deadline stopped it)."""
+    SIGKILL after 30 s). While it runs, `report(seconds_left)`, if given, is
+    called every `every` seconds. Returns (return code, whether the deadline
+    stopped it)."""
     with open(log_path, "a", encoding="utf-8") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        reported = clock()
         while process.poll() is None and clock() < deadline:
             time.sleep(0.2)
+            if report is not None and clock() - reported >= every:
+                reported = clock()
+                report(max(0.0, deadline - reported))
         if process.poll() is not None:
             return process.returncode, False
         os.killpg(process.pid, signal.SIGTERM)
@@ -178,7 +184,14 @@ def eole_side(config, eole, minutes, work_dir, learning_rate=EOLE_LEARNING_RATE)
     if code or stopped:
         raise ValueError(f"eole build_vocab {'ran out of the budget' if stopped else f'failed ({code})'}; "
                          f"see {log}.")
-    run_until([eole, "train", "--config", work("config.yaml")], deadline, log)
+    def progress(seconds_left):  # eole's own progress goes to its log
+        try:
+            made = f"{last_checkpoint(work('model'))[1]} updates saved"
+        except ValueError:
+            made = "no checkpoint yet"
+        print(f"eole: training, {made}, {seconds_left / 60.0:.1f} minutes left", flush=True)
+
+    run_until([eole, "train", "--config", work("config.yaml")], deadline, log, report=progress)
     train_seconds = time.monotonic() - start
     checkpoint, updates = last_checkpoint(work("model"))
     sentences, references = sources.read_split(config.data, "test")

@@ -55,6 +55,15 @@ def test_run_until_stops_a_command_at_its_deadline_and_lets_a_quick_one_end(tmp_
     assert open(log, encoding="utf-8").read().split() == ["up", "done"]  # one log, appended
 
 
+def test_run_until_reports_the_time_left_while_the_command_runs(tmp_path):
+    left = []
+    deadline = time.monotonic() + 30
+    code, stopped = eole_peer.run_until([sys.executable, "-c", "import time; time.sleep(3)"], deadline,
+                                        str(tmp_path / "log"), report=left.append, every=0.5)
+    assert (code, stopped) == (0, False)
+    assert len(left) >= 2 and left == sorted(left, reverse=True) and all(20 < s < 30 for s in left)
+
+
 def test_the_last_complete_checkpoint_is_used(tmp_path):
     model = tmp_path / "model"
     with pytest.raises(ValueError, match="no checkpoint in .*model.*train.log"):
