@@ -14,12 +14,13 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Each worker prepares tfds datasets (the built-in corpus) in a new folder of
-# its own, which its subprocesses inherit: two processes building one dataset
-# into one folder at once would collide, and a folder left by an earlier run
-# could hold a corpus that an older generator made.
+# its own, which its subprocesses inherit, whatever TFDS_DATA_DIR said (no
+# test reads a real dataset): two processes building one dataset into one
+# folder at once would collide, and a folder left by an earlier run could hold
+# a corpus that an older generator made.
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ.setdefault("TFDS_DATA_DIR", tempfile.mkdtemp(
-        prefix=f"keras_transformer-tests-tfds-{os.environ['PYTEST_XDIST_WORKER']}-"))
+    os.environ["TFDS_DATA_DIR"] = tempfile.mkdtemp(
+        prefix=f"keras_transformer-tests-tfds-{os.environ['PYTEST_XDIST_WORKER']}-")
 
 import h5py  # noqa: E402
 import keras  # noqa: E402

@@ -184,6 +184,7 @@ def eole_side(config, eole, minutes, work_dir, learning_rate=EOLE_LEARNING_RATE)
     if code or stopped:
         raise ValueError(f"eole build_vocab {'ran out of the budget' if stopped else f'failed ({code})'}; "
                          f"see {log}.")
+
     def progress(seconds_left):  # eole's own progress goes to its log
         try:
             made = f"{last_checkpoint(work('model'))[1]} updates saved"
