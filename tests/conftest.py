@@ -9,7 +9,9 @@ beside the other worker), is marked `first` and started first
 other works through the rest.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -17,10 +19,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # its own, which its subprocesses inherit, whatever TFDS_DATA_DIR said (no
 # test reads a real dataset): two processes building one dataset into one
 # folder at once would collide, and a folder left by an earlier run could hold
-# a corpus that an older generator made.
+# a corpus that an older generator made. The worker removes it when it exits.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["TFDS_DATA_DIR"] = tempfile.mkdtemp(
         prefix=f"keras_transformer-tests-tfds-{os.environ['PYTEST_XDIST_WORKER']}-")
+    atexit.register(shutil.rmtree, os.environ["TFDS_DATA_DIR"], ignore_errors=True)
 
 import h5py  # noqa: E402
 import keras  # noqa: E402
@@ -164,8 +167,6 @@ def varied_tiny_model(vocab=TINY_VOCAB, seed=0, dtype=None):
 def tiny_run_dir(tmp_path_factory, tokenizer_path, small_corpus):
     """A model directory as scripts/train.py writes it: run_config.json, the
     vocabulary and one checkpoint of an untrained tiny model."""
-    import shutil
-
     from keras_transformer.config import RunConfig
     from keras_transformer.data.tokenizer import Tokenizer
     from keras_transformer.modeling.precision import resolve_precision
