@@ -10,7 +10,8 @@ learning-rate schedule there (`optimization.BudgetCooldown`: the rate reaches ze
 exactly at the last update, as Li et al. found best at every budget), and
 stops training when the budget, less the model choice still to come, is
 spent. A stop in the middle of an interval still ends it with a checkpoint
-and a validation (Keras ends the epoch).
+and a validation (Keras ends the epoch), so the last interval is as long
+as the time left allows: the budget is spent on updates, not left unused.
 
 What the budget covers: training, its validation passes and the model
 choice at the end (`recipe.train_and_evaluate`); testing and export come
@@ -42,8 +43,6 @@ MIN_INTERVAL = 10
 # The warm-up takes at most this share of the planned updates (the cool-down
 # takes the last half; see training/auto_config.py for the warm-up's rate).
 WARMUP_SHARE = 0.5
-# An interval's end stops the run when the time left buys less than this share of another interval.
-LAST_INTERVAL_SHARE = 0.5
 # Share of the budget first set aside for validation and the model choice;
 # the callback replaces it by what they are measured to take.
 FIRST_OVERHEAD_SHARE = 0.12
@@ -188,8 +187,15 @@ class TimeBudget(keras.callbacks.Callback):
             self.total_updates.assign(float(max(1, self.record["made_updates"])))
 
     def too_little_left(self):
-        """Whether the time left buys less than LAST_INTERVAL_SHARE of another interval."""
-        return self.left_for_training() < LAST_INTERVAL_SHARE * self.plan.interval * self.record["seconds_per_update"]
+        """Whether the time left is not worth another interval (`worth_starting`)."""
+        return not self.worth_starting(int(self.left_for_training() / self.record["seconds_per_update"]))
+
+    def worth_starting(self, updates):
+        """Whether an interval of `updates` updates is worth its validation: a
+        last, shorter interval is started only when its updates take at least
+        as long as the validation that ends it, and number at least MIN_INTERVAL."""
+        validation = self.record["validation_seconds"] or 0.0
+        return updates >= max(MIN_INTERVAL, validation / self.record["seconds_per_update"])
 
     def left_for_training(self):
         """Seconds left for updates: the budget less the time spent, the
@@ -204,18 +210,20 @@ class TimeBudget(keras.callbacks.Callback):
         return self.budget_seconds - self.spent() - validation - self.record["choice_seconds"]
 
     def estimated_updates(self):
-        """Updates the time left allows, each later interval ending with a
-        validation; a last interval shorter than LAST_INTERVAL_SHARE of one is
-        not started (`on_epoch_end`)."""
+        """Updates the time left allows: the rest of the interval in progress,
+        then whole intervals each ended by a validation, then a last, shorter
+        one if it is worth its validation (`worth_starting`)."""
         seconds = self.record["seconds_per_update"]
         validation = self.record["validation_seconds"] or 0.0
-        left = max(0.0, self.left_for_training())
-        made = self.record["made_updates"]
-        end = made + int(left / (seconds + validation / self.plan.interval))
-        boundary = end - end % self.plan.interval
-        if boundary > made and end - boundary < LAST_INTERVAL_SHARE * self.plan.interval:
-            end = boundary
-        return end - made
+        left = max(0.0, self.left_for_training())  # the interval in progress's validation already out
+        interval = self.plan.interval
+        in_progress = -self.record["made_updates"] % interval  # 0 at an interval's end
+        if left < in_progress * seconds:
+            return int(left / seconds)
+        left -= in_progress * seconds
+        whole = int(left / (interval * seconds + validation))
+        last = int((left - whole * (interval * seconds + validation) - validation) / seconds)
+        return in_progress + whole * interval + (last if self.worth_starting(last) else 0)
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
@@ -239,14 +247,13 @@ class TimeBudget(keras.callbacks.Callback):
         self.record["planned_updates"] = self.record["made_updates"] + self.estimated_updates()
         if self.total_updates is not None:
             self.total_updates.assign(float(self.record["planned_updates"]))
-        if self.left_for_training() <= 0:
+        if self.left_for_training() <= 0 or self.record["planned_updates"] == self.record["made_updates"]:
             self.stop()
         if now - self.saved >= self.save_every:
             self._save()
 
     def on_epoch_end(self, epoch, logs=None):
-        # Time for less than half an interval: stop here rather than pay a
-        # whole validation and checkpoint for a few more updates.
+        # Too little time for another interval to be worth its validation and checkpoint: stop here.
         if self.too_little_left():
             self.stop()
         self._save()

@@ -114,8 +114,9 @@ def test_the_run_stops_when_the_budget_less_the_model_choice_is_spent(tmp_path):
     assert record["made_updates"] == made and record["stopped"] is True
     choice = 12.0 * budget.BEAM_COST * 3  # no BleuValidation here: the whole validation prices a decode
     assert record["choice_seconds"] == pytest.approx(choice)
-    # It stopped once the time left fell short of the last validation, the choice and half an interval.
-    assert 600.0 - record["spent_seconds"] - choice < 0.5 * plan.interval * 2.0 + 2.0
+    # It stopped once the time left, less the choice, could not pay for another interval worth its
+    # validation: MIN_INTERVAL updates of 2 s (more than the 12 s validation), and that validation.
+    assert 600.0 - record["spent_seconds"] - choice < budget.MIN_INTERVAL * 2.0 + 12.0
     assert 600.0 - record["spent_seconds"] >= 0  # within the budget, the choice priced in
     assert record["planned_updates"] == made  # the last estimate: no time for more
     assert float(total.numpy()) == made  # the learning rate's end is the last update
@@ -177,14 +178,48 @@ def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
     assert not callback.model.stop_training
     callback.on_epoch_begin(1)
     assert callback.record["validation_seconds"] == pytest.approx(30.0)
-    batches(callback, clock, 20, 1.0)
+    batches(callback, clock, 19, 1.0)
     assert not callback.model.stop_training
-    # 100 s spent at this end; the next end's 30 s validation and the choice's 3 x 2 x 30 s leave
-    # less than half an interval.
+    # At the interval's last update, 70 s are spent: this interval's validation (30 s) and the
+    # choice's 3 x 2 x 30 s leave 20 s, less than another interval and its validation. The
+    # update stops the run, and the interval ends as it would have.
+    batches(callback, clock, 1, 1.0)
+    assert callback.model.stop_training
     clock.now += 30.0
     callback.on_epoch_end(1)
     assert callback.model.stop_training and callback.record["stopped"]
     assert callback.record["planned_updates"] == callback.record["made_updates"] == 40
+
+
+def test_the_last_interval_is_as_long_as_the_time_left_allows(tmp_path):
+    """Intervals of 40 updates of 1 s and validations of 5 s; after three, the
+    budget less the choice (3 x 2 x 5 s) leaves 15 updates and their
+    validation. The run makes them in a shorter last interval and ends the
+    learning rate there, spending the whole budget."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.Plan(seconds_per_update=1.0, updates=150, interval=40, warmup=10, max_updates=400)
+    total = keras.Variable(float(plan.updates), trainable=False)
+    callback = budget.TimeBudget(run_dir, 185.0, plan, total, clock=clock)
+    callback.set_model(fake_model())
+    made = simulate(callback, clock, 1.0, 5.0, plan.interval)
+    record = run_dir.read_budget()
+    assert made == record["made_updates"] == record["planned_updates"] == 3 * 40 + 15
+    assert float(total.numpy()) == made
+    assert record["spent_seconds"] + record["choice_seconds"] == pytest.approx(185.0)
+
+
+def test_a_last_interval_not_worth_its_validation_is_not_started(tmp_path):
+    """Validations of 30 s against updates of 1 s: 25 updates would be left
+    after the third interval, fewer than the 30 that the validation costs."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.Plan(seconds_per_update=1.0, updates=150, interval=40, warmup=10, max_updates=400)
+    total = keras.Variable(float(plan.updates), trainable=False)
+    # Three intervals (3 x 70 s), the next validation (30 s), the choice (3 x 2 x 30 s) and 25 s.
+    callback = budget.TimeBudget(run_dir, 3 * 70.0 + 30.0 + 180.0 + 25.0, plan, total, clock=clock)
+    callback.set_model(fake_model())
+    made = simulate(callback, clock, 1.0, 30.0, plan.interval)
+    assert made == run_dir.read_budget()["planned_updates"] == 3 * 40
+    assert float(total.numpy()) == made
 
 
 def test_gradient_accumulation_counts_updates_not_batches(tmp_path):
