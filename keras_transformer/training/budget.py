@@ -244,10 +244,11 @@ class TimeBudget(keras.callbacks.Callback):
         if self.batches % self.batches_per_update:
             return
         self.record["made_updates"] += 1
-        self.record["planned_updates"] = self.record["made_updates"] + self.estimated_updates()
+        more = self.estimated_updates()  # 0 once the time left is spent
+        self.record["planned_updates"] = self.record["made_updates"] + more
         if self.total_updates is not None:
             self.total_updates.assign(float(self.record["planned_updates"]))
-        if self.left_for_training() <= 0 or self.record["planned_updates"] == self.record["made_updates"]:
+        if not more:
             self.stop()
         if now - self.saved >= self.save_every:
             self._save()
