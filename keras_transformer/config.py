@@ -140,7 +140,8 @@ class TrainingSettings:
     label_smoothing: float = setting(0.1, "Label smoothing epsilon (the paper: 0.1).")
     cooldown: float = setting(
         0.5, "Fraction of the run, at its end, over which the learning rate falls linearly to zero (0: none, the "
-        "paper's inverse square root to the last update; the default suits the short built-in run).")
+        "paper's inverse square root to the last update; the default suits the short built-in run; under "
+        "--time-budget the recipe sets 0.2).")
     checkpoint_every: int = setting(200, "Updates between checkpoints (and validation runs and backups).")
     keep_checkpoints: int = setting(5, "Checkpoints kept on disk; the paper averages the last 5 (base) or 20 (big).")
     average_last: int = setting(

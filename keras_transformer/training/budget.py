@@ -35,14 +35,16 @@ from keras import ops
 
 
 # A plan aims at this many checkpoint intervals: a learning curve of that
-# many points, and the checkpoints of the cool-down (the last half) to
-# average, with each validation pass a small share of the budget.
+# many points, with each validation pass a small share of the budget.
 TARGET_INTERVALS = 6
 # The first checkpoint needs at least this many updates.
 MIN_INTERVAL = 10
-# The warm-up takes at most this share of the planned updates (the cool-down
-# takes the last half; see training/auto_config.py for the warm-up's rate).
-WARMUP_SHARE = 0.5
+# The warm-up takes at most this share of the planned updates, and the
+# learning rate's linear cool-down to zero the last COOLDOWN_SHARE of the
+# updates the run makes (Hägele et al., 2024: a cool-down of 20% of the run;
+# see training/auto_config.py for the warm-up's rate).
+WARMUP_SHARE = 0.8
+COOLDOWN_SHARE = 0.2
 # Share of the budget first set aside for validation and the model choice;
 # the callback replaces it by what they are measured to take.
 FIRST_OVERHEAD_SHARE = 0.12

@@ -108,12 +108,15 @@ def plan_budget(config, run_dir, started, fixed=()):
     if "learning_rate_scale" not in fixed:
         planned["learning_rate_scale"] = round(auto_config.rate_scale(config.preset, planned.get(
             "warmup_steps", config.warmup_steps)), 4)
+    if "cooldown" not in fixed:
+        planned["cooldown"] = budget.COOLDOWN_SHARE
     config = dataclasses.replace(config, **planned)
     climb = ("your flag" if "learning_rate_scale" in fixed else
-             f"climbing as a {auto_config.reference_warmup(config.preset)}-update warm-up does")
+             f"climbing as a warm-up of {auto_config.reference_warmup(config.preset)} updates does")
     why.append(f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
                f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale {config.learning_rate_scale} "
-               f"({climb}), the rate at zero when the budget ends")
+               f"({climb}), then linearly to zero over the last {config.cooldown:.0%} of the updates, at zero "
+               "when the budget ends")
     print("recipe:\n" + "\n".join(f"  {line}" for line in why), flush=True)
     return config, {"plan": dataclasses.asdict(plan), "recipe": why, "spent_seconds": 0.0}
 

@@ -76,7 +76,7 @@ def test_a_long_budget_on_a_fast_machine_gets_the_base_preset():
     assert seconds == pytest.approx(0.1 * auto_config.REAL_BATCH_SLOWDOWN * auto_config.DROPOUT_SLOWDOWN)
 
 
-@pytest.mark.parametrize("preset,warmup,scale", [("small", 400, 1.0), ("small", 100, 0.125), ("base", 4000, 1.0),
+@pytest.mark.parametrize("preset,warmup,scale", [("small", 800, 1.0), ("small", 200, 0.125), ("base", 4000, 1.0),
                                                  ("base", 1000, 0.125)])
 def test_a_short_warm_up_climbs_as_the_reference_one_does(preset, warmup, scale):
     """Every warm-up update has the reference schedule's rate: a short

@@ -191,10 +191,35 @@ def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fak
                                                       model_dir=str(tmp_path / "a")))
     assert chosen.learning_rate_scale < 1.0
     assert record["recipe"][-1].endswith(f"warm-up {chosen.warmup_steps} at learning-rate scale "
-                                         f"{chosen.learning_rate_scale} (climbing as a 400-update warm-up does), "
-                                         "the rate at zero when the budget ends")
+                                         f"{chosen.learning_rate_scale} (climbing as a warm-up of 800 updates does), "
+                                         "then linearly to zero over the last 20% of the updates, at zero when the "
+                                         "budget ends")
     config = RunConfig(dataset="c.tsv", time_budget="10", learning_rate_scale=1.0, model_dir=str(tmp_path / "b"))
     given, record = plan_on_a_fake_machine(config, fixed={"learning_rate_scale"})
     assert given.learning_rate_scale == 1.0 and given.warmup_steps == chosen.warmup_steps
     assert record["recipe"][-1].endswith(f"warm-up {given.warmup_steps} at learning-rate scale 1.0 (your flag), "
-                                         "the rate at zero when the budget ends")
+                                         "then linearly to zero over the last 20% of the updates, at zero when the "
+                                         "budget ends")
+
+
+def test_a_budgeted_rate_climbs_for_most_of_the_run_and_cools_down_over_its_last_fifth(tmp_path,
+                                                                                        plan_on_a_fake_machine):
+    """The recipe's schedule: the warm-up takes 80% of the planned updates
+    (at most the reference 800), and the cool-down the last 20%, unless
+    --cooldown is given; the rate peaks where the cool-down begins."""
+    from keras_transformer.config import RunConfig
+    from keras_transformer.training import budget
+    from keras_transformer.training.optimization import make_schedule
+
+    chosen, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
+                                                      model_dir=str(tmp_path / "a")))
+    updates = record["plan"]["updates"]
+    assert chosen.cooldown == budget.COOLDOWN_SHARE == 0.2
+    assert chosen.warmup_steps == round(budget.WARMUP_SHARE * updates) < 800
+    rates = [float(make_schedule(256, chosen.training, budget_updates=updates)(step)) for step in range(updates + 1)]
+    peak = max(range(len(rates)), key=rates.__getitem__)
+    assert abs(peak - chosen.warmup_steps) <= 1 and rates[-1] == 0.0
+    assert rates[chosen.warmup_steps // 2] == pytest.approx(rates[chosen.warmup_steps] / 2, rel=0.01)
+    config = RunConfig(dataset="c.tsv", time_budget="10", cooldown=0.5, model_dir=str(tmp_path / "b"))
+    given, record = plan_on_a_fake_machine(config, fixed={"cooldown"})
+    assert given.cooldown == 0.5 and "over the last 50% of the updates" in record["recipe"][-1]
