@@ -709,7 +709,9 @@ def test_real_data_commands(tmp_path, small_corpus):
     output = re.search(r"--output (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
     assert plotted[0].split() == ["updates", "minutes", "val_bleu", "val_chrf"]
     updates = [int(line.split()[0]) for line in plotted[1:-1]]  # every 2 (the scale's interval) until the budget
-    assert updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates[-1] > updates[-2] and plotted[-1] == output
+    # (a loaded machine may fit a single interval in the 1.5 minutes)
+    assert updates and updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates == sorted(set(updates))
+    assert plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
