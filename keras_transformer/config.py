@@ -5,7 +5,7 @@ Each setting is written once, in the section of the component that uses it
 and the help text of its flag:
 
 - `DataSettings`: where pairs come from and how they are cut;
-- `ModelSettings`: the preset, its dropout and the precision;
+- `ModelSettings`: the preset, its dropout and norm placement, and the precision;
 - `TrainingSettings`: the optimisation and checkpointing;
 - `ValidationSettings`: BLEU while training;
 - `DecodingSettings`: beam search for test, export and scripts.
@@ -31,9 +31,9 @@ import typing
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 # A run in a model directory can only be resumed with these unchanged.
 # A fine-tuning run (--init-from) takes these from the run it starts from: they fix the weights' shapes.
-INHERITED_BY_INIT_FROM = ("preset", "vocab_size")
-RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset", "validation", "test",
-                     "init_from", "time_budget")
+INHERITED_BY_INIT_FROM = ("preset", "norm_first", "vocab_size")
+RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset", "norm_first", "validation",
+                     "test", "init_from", "time_budget")
 
 
 def setting(default, help, *, flag=None, shared_with=None):
@@ -105,6 +105,10 @@ class ModelSettings:
     dropout: float | None = setting(
         None, "Residual dropout P_drop, on every sub-layer output and on the embeddings (default: the preset's; "
         "the paper: 0.1 base, 0.3 big).")
+    norm_first: bool | None = setting(
+        None, "Pre-norm residual blocks: LayerNorm before each sub-layer and after each stack, instead of the "
+        "paper's post-norm after each residual sum. Neither flag: the preset's post-norm, or under --time-budget "
+        "the recipe's choice (pre-norm for runs of fewer than 10,000 updates, where it trains faster).")
     precision: str = setting(
         "auto", "Keras dtype policy: float32, mixed_bfloat16, mixed_float16 (with dynamic loss scaling), or auto: "
         "mixed_bfloat16 where the hardware computes bfloat16 natively (AVX512_BF16/AMX CPUs, GPUs of compute "

@@ -137,7 +137,8 @@ def build_model(config, vocab_size):
     from keras_transformer.modeling.precision import resolve_precision
     from keras_transformer.modeling.transformer import build_transformer
 
-    return build_transformer(config.preset, vocab_size, resolve_precision(config.precision), config.dropout)
+    return build_transformer(config.preset, vocab_size, resolve_precision(config.precision), config.dropout,
+                             config.norm_first)
 
 
 def load_config(model_dir):

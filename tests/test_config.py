@@ -35,11 +35,11 @@ def test_a_run_resumes_only_with_the_same_data_vocabulary_and_model():
     RunConfig(model_dir="run", steps=1600, batch_tokens=2048, strategy="mirrored", beam_size=2,
               keep_checkpoints=20).check_resumes(previous)
     for name, value in [("dataset", "c.tsv"), ("source_lang", "de"), ("target_lang", "en"),
-                        ("vocab_size", 37000), ("preset", "tiny"), ("validation", "v.tsv"), ("test", "t.tsv"),
-                        ("init_from", "runs/wmt")]:
+                        ("vocab_size", 37000), ("preset", "tiny"), ("norm_first", True), ("validation", "v.tsv"),
+                        ("test", "t.tsv"), ("init_from", "runs/wmt")]:
         with pytest.raises(ValueError, match=f"'run' holds a run with other settings \\(--{name.replace('_', '-')} "):
             RunConfig(model_dir="run", **{name: value}).check_resumes(previous)
-    assert set(RESUME_MUST_MATCH) == {"dataset", "source_lang", "target_lang", "vocab_size", "preset",
+    assert set(RESUME_MUST_MATCH) == {"dataset", "source_lang", "target_lang", "vocab_size", "preset", "norm_first",
                                       "validation", "test", "init_from", "time_budget"}
 
 
@@ -77,7 +77,7 @@ def test_each_setting_reaches_the_one_section_that_uses_it():
     # The values flow through: a non-default value of each field shows up in its section.
     values = dict(dataset="c.tsv", source_lang="en", target_lang="de", data_dir="d", validation="v.tsv",
                   test="t.tsv", vocab_size=777, max_length=99, batch_tokens=999, seed=5, preset="tiny",
-                  dropout=0.25, precision="float32", strategy="mirrored", steps=900, grad_accum=3,
+                  dropout=0.25, norm_first=True, precision="float32", strategy="mirrored", steps=900, grad_accum=3,
                   jit_compile=True, warmup_steps=11, learning_rate_scale=2.5, label_smoothing=0.2, cooldown=0.1,
                   checkpoint_every=300, keep_checkpoints=7, average_last=6, init_from="r",
                   bleu_sentences=9, bleu_beam_size=2, early_stopping=3, beam_size=5, alpha=0.7,

@@ -698,6 +698,8 @@ def test_real_data_commands(tmp_path, small_corpus):
                           "--max-output-extra", "5", "--time-budget", "1.5", "--model-dir", model_dir]
     out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
     assert "recipe:\n" in out and "Time budget: 1.5 minutes; planned " in out
+    assert re.search(r"^  norm_first True: the budget buys about [\d,]+ updates", out, re.M)  # a short run
+    assert json.loads((checkout / model_dir / "run_config.json").read_text(encoding="utf-8"))["norm_first"] is True
     # 300 training lines: validation draws 7 (2.5%), the explicit test set leaves training as it is.
     assert "Training data: 293 pairs from libreoffice.train.tsv; skipped lines: none; " \
            "removed as copies of validation/test pairs: 0" in out

@@ -11,7 +11,8 @@ on the same machine:
    training pairs (the training split of the run above: its validation pairs
    left out), with the same SentencePiece model, model size, tokens per
    batch and warm-up (the recipe's 4,000 updates are more than a CPU budget
-   buys). Its other settings are those of eole's documented WMT17
+   buys), and pre-norm blocks (eole's default layer style, and the
+   recipe's choice at such a budget). Its other settings are those of eole's documented WMT17
    English-German recipe (`EOLE_RECIPE`): AdamW with beta2 0.998 and the
    "noam" schedule at learning rate 2, dropout and attention dropout 0.1,
    label smoothing 0.1, Xavier-uniform initialisation, shared and tied

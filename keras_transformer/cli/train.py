@@ -46,12 +46,13 @@ def add_dataclass_flags(parser, cls, choices=None, suppressed=()):
         kind = flag_type(hints[field.name])
         help_text = field.metadata.get("help", "")
         default = argparse.SUPPRESS if field.name in suppressed else field.default
+        if field.name in suppressed:
+            help_text += (" (with --init-from, the run's)" if field.default is None else
+                          f" (default: {field.default}; with --init-from, the run's)")
         if kind is bool:
             parser.add_argument(_flag(field.name), action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
             continue
-        if field.name in suppressed:
-            help_text += f" (default: {field.default}; with --init-from, the run's)"
         parser.add_argument(_flag(field.name), type=kind, help=help_text, default=default,
                             choices=(choices or {}).get(field.name))
 
@@ -71,9 +72,10 @@ def _train_parser():
 
 def given_flags(argv):
     """The settings named by the flags in `argv` (`--vocab-size 8000` and
-    `--vocab-size=8000` give "vocab_size"): what a time-budgeted run's
-    recipe leaves as the user set it."""
-    return {token[2:].split("=")[0].replace("-", "_") for token in argv if token.startswith("--")}
+    `--vocab-size=8000` give "vocab_size", `--no-norm-first` "norm_first"):
+    what a time-budgeted run's recipe leaves as the user set it."""
+    names = {token[2:].split("=")[0].replace("-", "_") for token in argv if token.startswith("--")}
+    return names | {name[3:] for name in names if name.startswith("no_")}
 
 
 def train_main(argv=None):

@@ -273,12 +273,13 @@ def _reducible_logs(logs):
     return logs
 
 
-def build_transformer(preset, vocab_size, dtype=None, dropout=None):
+def build_transformer(preset, vocab_size, dtype=None, dropout=None, norm_first=None):
     """The preset's `Transformer` over a shared vocabulary, built (its weights
     exist), computing in the Keras dtype policy `dtype` (None: the global
-    one). `dropout` replaces the preset's residual dropout if given. The one
+    one). `dropout` and `norm_first` replace the preset's if given. The one
     place a run's model is made, for training and for restoring alike."""
-    overrides = {} if dropout is None else {"dropout": dropout}
+    overrides = {name: value for name, value in (("dropout", dropout), ("norm_first", norm_first))
+                 if value is not None}
     model = Transformer.from_preset(preset, vocab_size=vocab_size, dtype=dtype, **overrides)
     model.build()
     return model

@@ -70,7 +70,7 @@ def probe(config):
     update of that model on this machine, in the run's precision."""
     def seconds(preset, vocab_size, batch_tokens, mean_length):
         keras.utils.set_random_seed(config.seed)
-        model = build_transformer(preset, vocab_size, config.precision, config.dropout)
+        model = build_transformer(preset, vocab_size, config.precision, config.dropout, config.norm_first)
         trainer.compile_model(model, config.training)
         batch = budget.synthetic_batch(vocab_size, batch_tokens, mean_length)
         return budget.probe_seconds_per_update(model, batch)
@@ -99,7 +99,7 @@ def plan_budget(config, run_dir, started, fixed=()):
     corpus = corpus_size.measure(config.data)
     config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config), fixed)
     plan = budget.plan(budget_seconds, time.monotonic() - started, seconds,
-                       max_warmup=auto_config.reference_warmup(config.preset))
+                       max_warmup=auto_config.reference_warmup(config.preset, config.norm_first))
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, config.checkpoint_every)
     planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}
@@ -107,12 +107,13 @@ def plan_budget(config, run_dir, started, fixed=()):
         planned["warmup_steps"] = plan.warmup
     if "learning_rate_scale" not in fixed:
         planned["learning_rate_scale"] = round(auto_config.rate_scale(config.preset, planned.get(
-            "warmup_steps", config.warmup_steps)), 4)
+            "warmup_steps", config.warmup_steps), config.norm_first), 4)
     if "cooldown" not in fixed:
         planned["cooldown"] = budget.COOLDOWN_SHARE
     config = dataclasses.replace(config, **planned)
     climb = ("your flag" if "learning_rate_scale" in fixed else
-             f"climbing as a warm-up of {auto_config.reference_warmup(config.preset)} updates does")
+             f"climbing as a warm-up of {auto_config.reference_warmup(config.preset, config.norm_first)} updates "
+             "does")
     why.append(f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
                f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale {config.learning_rate_scale} "
                f"({climb}), then linearly to zero over the last {config.cooldown:.0%} of the updates, at zero "

@@ -111,7 +111,7 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
     with strategy.scope():
         accuracy = MaskedAccuracy()
         model = build_transformer(model_settings.preset, tokenizer.vocab_size, model_settings.precision,
-                                  model_settings.dropout)
+                                  model_settings.dropout, model_settings.norm_first)
         if training.init_from:
             model.load_weights(fine_tuning.initial_weights(training.init_from))
         total = None if plan is None else keras.Variable(float(plan.updates), trainable=False, name="budget_total")

@@ -49,5 +49,16 @@ def test_the_train_flags_keep_their_types():
 def test_the_flags_a_user_gave_are_what_the_recipe_keeps():
     from keras_transformer.cli.train import given_flags
 
-    assert given_flags(["--dataset", "c.tsv", "--vocab-size", "8000", "--dropout=0.2", "--no-jit-compile"]) == {
-        "dataset", "vocab_size", "dropout", "no_jit_compile"}
+    assert given_flags(["--dataset", "c.tsv", "--vocab-size", "8000", "--dropout=0.2", "--no-norm-first"]) == {
+        "dataset", "vocab_size", "dropout", "no_norm_first", "norm_first"}  # --no-X gives X as much as --X does
+
+
+def test_norm_placement_is_the_presets_unless_a_flag_turns_it_either_way():
+    """--norm-first / --no-norm-first; neither leaves None (the preset's
+    post-norm, or the recipe's choice). It fixes the weights, so a fine-tuning
+    run takes it from its source run."""
+    assert "norm_first" not in vars(_train_parser().parse_args([]))  # train_main fills in None, or the source run's
+    assert _train_parser().parse_args(["--norm-first"]).norm_first is True
+    assert _train_parser().parse_args(["--no-norm-first"]).norm_first is False
+    action = next(a for a in _train_parser()._actions if a.dest == "norm_first")
+    assert action.help.endswith("(with --init-from, the run's)")

@@ -43,3 +43,29 @@ def test_a_run_from_before_the_record_is_resolved_here_with_a_note(bfloat16_run,
     _, model, _ = restore.restore(str(old))
     assert model.dtype_policy.name == "float32"
     assert "does not record the precision" in capsys.readouterr().err
+
+
+def test_a_pre_norm_run_trains_and_restores_with_its_final_layer_norms(small_corpus, tmp_path):
+    """norm_first is a setting of the run: the trainer builds the blocks it
+    names, and restoring builds them again, so the checkpoint's two final
+    LayerNorms (one per stack, which post-norm has not) load where they belong."""
+    import numpy as np
+
+    from keras_transformer.modeling.transformer import build_transformer
+    from tests.conftest import weights_by_name
+
+    train, test = small_corpus
+    config = RunConfig(dataset=write_tsv(tmp_path / "corpus.tsv", train[:300] + test[:40]), preset="tiny",
+                       norm_first=True, vocab_size=500, max_length=32, steps=2, checkpoint_every=2,
+                       batch_tokens=512, bleu_sentences=0, model_dir=str(tmp_path / "run"), export_dir="",
+                       precision="float32")
+    recipe.train(config, verbose=0)
+    assert RunDir(config.model_dir).load_config().norm_first is True
+    saved = weights_by_name(RunDir(config.model_dir).checkpoints()[-1])
+    _, model, _ = restore.restore(config.model_dir)
+    assert model.norm_first and model.encoder.final_norm is not None and model.decoder.final_norm is not None
+    post_norm = build_transformer("tiny", 500, "float32")
+    assert len(saved) == len(model.weights) == len(post_norm.weights) + 4  # gamma and beta of two final norms
+    trained = [np.asarray(stack.final_norm.gamma) for stack in (model.encoder, model.decoder)]
+    for gamma in trained:  # moved by two updates from their initial ones, and loaded from the checkpoint
+        assert 0 < np.abs(gamma - 1.0).max() < 0.1 and any(np.array_equal(gamma, v) for v in saved.values())

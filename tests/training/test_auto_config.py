@@ -66,6 +66,22 @@ def test_a_small_corpus_on_a_cpu_budget_gets_the_small_preset_and_says_why():
     assert calls == [("small", 8000, 4096)]  # the base preset was priced, not built
     assert any(line.startswith("preset small: the budget buys the base preset about") for line in why)
     assert any(line.startswith("vocab_size 8000: 0.76M words in 20,000 pairs, 18,000 distinct") for line in why)
+    assert config.norm_first is True  # a few hundred updates
+    assert any(line.startswith("norm_first True: the budget buys about 550 updates (fewer than 10,000): pre-norm")
+               for line in why)
+
+
+@pytest.mark.parametrize("updates,norm_first", [(300, True), (9_990, True), (10_010, False), (100_000, False)])
+def test_pre_norm_blocks_for_runs_shorter_than_the_post_norm_threshold(updates, norm_first):
+    """The budget's updates, not the corpus' content, choose the blocks: the
+    paper's post-norm from POST_NORM_MIN_UPDATES updates on."""
+    budget = 3600.0
+    real = budget * (1 - auto_config.FIRST_OVERHEAD_SHARE) / updates  # seconds per update that buy `updates`
+    probe, _ = fake_probe({"small": real / auto_config.REAL_BATCH_SLOWDOWN, "base": 1e9})
+    config, why, _ = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, budget, probe,
+                                        fixed={"preset", "dropout"})
+    assert config.norm_first is norm_first
+    assert f"norm_first {norm_first}: the budget buys about {updates:,} updates" in "\n".join(why)
 
 
 def test_a_long_budget_on_a_fast_machine_gets_the_base_preset():
@@ -73,31 +89,36 @@ def test_a_long_budget_on_a_fast_machine_gets_the_base_preset():
     config, _, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 10 * 3600.0, probe)
     assert config.preset == "base" and calls[-1][0] == "base"
     assert config.dropout == 0.3  # a 20k-pair corpus seen for hundreds of epochs
+    assert config.norm_first is False  # the paper's blocks for a run of hundreds of thousands of updates
     assert seconds == pytest.approx(0.1 * auto_config.REAL_BATCH_SLOWDOWN * auto_config.DROPOUT_SLOWDOWN)
 
 
-@pytest.mark.parametrize("preset,warmup,scale", [("small", 800, 1.0), ("small", 200, 0.125), ("base", 4000, 1.0),
-                                                 ("base", 1000, 0.125)])
-def test_a_short_warm_up_climbs_as_the_reference_one_does(preset, warmup, scale):
+@pytest.mark.parametrize("preset,norm_first,reference,warmup,scale", [
+    ("small", False, 800, 800, 1.0), ("small", False, 800, 200, 0.125), ("small", True, 400, 400, 1.0),
+    ("small", True, 400, 100, 0.125), ("small", None, 800, 200, 0.125),  # None: the preset's post-norm
+    ("base", False, 4000, 4000, 1.0), ("base", False, 4000, 1000, 0.125), ("base", True, 4000, 1000, 0.125)])
+def test_a_short_warm_up_climbs_as_the_reference_one_does(preset, norm_first, reference, warmup, scale):
     """Every warm-up update has the reference schedule's rate: a short
-    warm-up peaks lower, never steeper (a long one is the paper's own)."""
+    warm-up peaks lower, never steeper (a long one is the paper's own).
+    Pre-norm blocks of the small presets climb twice as steeply."""
     from keras_transformer.modeling import presets
     from keras_transformer.training.optimization import TransformerSchedule
 
-    assert auto_config.rate_scale(preset, warmup) == pytest.approx(scale)
+    assert auto_config.reference_warmup(preset, norm_first) == reference
+    assert auto_config.rate_scale(preset, warmup, norm_first) == pytest.approx(scale)
     d_model = presets.get_preset(preset).d_model
-    reference = TransformerSchedule(d_model, auto_config.REFERENCE_WARMUP[preset])
     schedule = TransformerSchedule(d_model, warmup, scale)
     for step in (1, warmup // 2, warmup):
-        assert float(schedule(step)) == pytest.approx(float(reference(step)), rel=1e-5)
-    assert auto_config.rate_scale(preset, 2 * auto_config.REFERENCE_WARMUP[preset]) == 1.0  # never above the paper's
+        assert float(schedule(step)) == pytest.approx(float(TransformerSchedule(d_model, reference)(step)), rel=1e-5)
+    assert auto_config.rate_scale(preset, 2 * reference, norm_first) == 1.0  # never above the paper's
 
 
 def test_the_users_flags_stay_as_given():
     probe, calls = fake_probe({"small": 2.0, "tiny": 0.1})
-    given = RunConfig(dataset="c.tsv", vocab_size=3000, preset="tiny", dropout=0.0)
+    given = RunConfig(dataset="c.tsv", vocab_size=3000, preset="tiny", dropout=0.0, norm_first=False)
     config, why, _ = auto_config.choose(given, LIBREOFFICE_LIKE, 25 * 60.0, probe,
-                                        fixed={"vocab_size", "preset", "dropout"})
-    assert (config.vocab_size, config.preset, config.dropout) == (3000, "tiny", 0.0)
+                                        fixed={"vocab_size", "preset", "dropout", "norm_first"})
+    assert (config.vocab_size, config.preset, config.dropout, config.norm_first) == (3000, "tiny", 0.0, False)
     assert "vocab_size 3000 (your flag)" in why and "preset tiny (your flag)" in why
+    assert "norm_first False (your flag)" in why
     assert calls == [("tiny", 3000, 4096)]  # the given preset is the only one timed

@@ -33,7 +33,12 @@ def test_a_fine_tuning_run_starts_from_the_runs_weights_and_vocabulary_with_a_fr
 def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_named(trained_tiny_run, tmp_path,
                                                                                    capsys):
     values = fine_tuning.inherit({"preset": "small", "vocab_size": 1000, "steps": 5}, trained_tiny_run, given=set())
-    assert values == {"preset": "tiny", "vocab_size": 500, "steps": 5}
+    assert values == {"preset": "tiny", "norm_first": None, "vocab_size": 500, "steps": 5}
+    pre_norm = RunDir(tmp_path / "pre_norm")  # a run with pre-norm blocks: its weights include two final norms
+    pre_norm.save_config(RunConfig(**{**RunDir(trained_tiny_run).load_config().to_dict(), "norm_first": True}))
+    assert fine_tuning.inherit({"norm_first": None}, str(tmp_path / "pre_norm"), given=set())["norm_first"] is True
+    with pytest.raises(ValueError, match=r"--norm-first False \(the run has True\)"):
+        fine_tuning.inherit({"norm_first": False}, str(tmp_path / "pre_norm"), given={"norm_first"})
     code, _, err = run_entry_point(train_main, ["--init-from", trained_tiny_run, "--preset", "base",
                                                 "--vocab-size", "500", "--model-dir", str(tmp_path / "x")], capsys)
     assert code == 2
@@ -41,4 +46,5 @@ def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_nam
     code, _, err = run_entry_point(train_main, ["--init-from", str(tmp_path / "nowhere")], capsys)
     assert code == 2 and "nowhere" in err and "not a directory" in err
     with pytest.raises(ValueError, match="same folder"):
-        fine_tuning.check_compatible(trained_tiny_run, trained_tiny_run, {"preset": "tiny", "vocab_size": 500})
+        fine_tuning.check_compatible(trained_tiny_run, trained_tiny_run,
+                                     {"preset": "tiny", "norm_first": None, "vocab_size": 500})

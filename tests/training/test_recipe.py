@@ -179,8 +179,9 @@ def test_a_budgeted_fine_tuning_run_keeps_the_shape_of_the_run_it_starts_from(tm
     planned, record = plan_on_a_fake_machine(config)
     assert (planned.preset, planned.vocab_size) == ("tiny", 500)
     assert "vocab_size 500 (your flag)" in record["recipe"] and "preset tiny (your flag)" in record["recipe"]
+    assert planned.norm_first is None and "norm_first None (your flag)" in record["recipe"]  # the source's blocks
     free, _ = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="30", model_dir=str(tmp_path / "other")))
-    assert free.vocab_size == 8000  # without --init-from the recipe chooses
+    assert (free.vocab_size, free.norm_first) == (8000, True)  # without --init-from the recipe chooses
 
 
 def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fake_machine):
@@ -189,9 +190,9 @@ def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fak
 
     chosen, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
                                                       model_dir=str(tmp_path / "a")))
-    assert chosen.learning_rate_scale < 1.0
+    assert chosen.learning_rate_scale < 1.0 and chosen.norm_first  # a short run: pre-norm, the steeper climb
     assert record["recipe"][-1].endswith(f"warm-up {chosen.warmup_steps} at learning-rate scale "
-                                         f"{chosen.learning_rate_scale} (climbing as a warm-up of 800 updates does), "
+                                         f"{chosen.learning_rate_scale} (climbing as a warm-up of 400 updates does), "
                                          "then linearly to zero over the last 20% of the updates, at zero when the "
                                          "budget ends")
     config = RunConfig(dataset="c.tsv", time_budget="10", learning_rate_scale=1.0, model_dir=str(tmp_path / "b"))
@@ -205,8 +206,8 @@ def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fak
 def test_a_budgeted_rate_climbs_for_most_of_the_run_and_cools_down_over_its_last_fifth(tmp_path,
                                                                                         plan_on_a_fake_machine):
     """The recipe's schedule: the warm-up takes 80% of the planned updates
-    (at most the reference 800), and the cool-down the last 20%, unless
-    --cooldown is given; the rate peaks where the cool-down begins."""
+    (at most the reference one's 400, pre-norm), and the cool-down the last
+    20%, unless --cooldown is given; the rate peaks where the cool-down begins."""
     from keras_transformer.config import RunConfig
     from keras_transformer.training import budget
     from keras_transformer.training.optimization import make_schedule
@@ -215,7 +216,7 @@ def test_a_budgeted_rate_climbs_for_most_of_the_run_and_cools_down_over_its_last
                                                       model_dir=str(tmp_path / "a")))
     updates = record["plan"]["updates"]
     assert chosen.cooldown == budget.COOLDOWN_SHARE == 0.2
-    assert chosen.warmup_steps == round(budget.WARMUP_SHARE * updates) < 800
+    assert chosen.norm_first and chosen.warmup_steps == round(budget.WARMUP_SHARE * updates) < 400
     rates = [float(make_schedule(256, chosen.training, budget_updates=updates)(step)) for step in range(updates + 1)]
     peak = max(range(len(rates)), key=rates.__getitem__)
     assert abs(peak - chosen.warmup_steps) <= 1 and rates[-1] == 0.0
