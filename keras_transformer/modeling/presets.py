@@ -55,6 +55,15 @@ def get_preset(name):
     return PRESETS[name]
 
 
+def resolved_norm_first(preset_name, norm_first):
+    """The block placement a run builds: `norm_first` if set, else the preset's.
+
+    A run's `norm_first` of None and its preset's value build the same
+    model, so settings are compared through this, never as given.
+    """
+    return get_preset(preset_name).norm_first if norm_first is None else bool(norm_first)
+
+
 def model_kwargs(config, **overrides):
     """Flattens a TransformerConfig, plus overrides, into Transformer kwargs."""
     fields = {f.name for f in dataclasses.fields(TransformerConfig)}

@@ -15,6 +15,7 @@ import shutil
 
 from keras_transformer.config import INHERITED_BY_INIT_FROM as INHERITED
 from keras_transformer.files import atomic_path
+from keras_transformer.modeling.presets import resolved_norm_first
 from keras_transformer.run_dir import RunDir
 
 
@@ -30,8 +31,15 @@ def inherit(values, run_dir, given):
     taken from `run_dir`. `given` names the flags the user passed; one of
     those that contradicts the source run is a ValueError naming both values."""
     source = source_config(run_dir)
+
+    def differs(name):  # an unset norm_first is the preset's: --no-norm-first agrees with a post-norm run's None
+        if name == "norm_first":  # the new run builds the source run's preset
+            return (resolved_norm_first(source.preset, values[name])
+                    != resolved_norm_first(source.preset, source.norm_first))
+        return values[name] != getattr(source, name)
+
     conflicts = [f"--{name.replace('_', '-')} {values[name]!r} (the run has {getattr(source, name)!r})"
-                 for name in INHERITED if name in given and values[name] != getattr(source, name)]
+                 for name in INHERITED if name in given and differs(name)]
     if conflicts:
         raise ValueError(f"--init-from {run_dir!r} fixes the model's shape; these flags contradict it: "
                          f"{'; '.join(conflicts)}. Leave them out to take the run's.")

@@ -61,8 +61,14 @@ def prepare_run_dir(config, run_dir):
     (`RunConfig.check_resumes`); otherwise this raises ValueError and
     touches nothing. `config.precision` must already be resolved."""
     if run_dir.has_config():
-        config.check_resumes(run_dir.load_config())
+        _blocks_resolved(config).check_resumes(_blocks_resolved(run_dir.load_config()))
     run_dir.save_config(config)
+
+
+def _blocks_resolved(config):
+    """`config` with an unset `norm_first` made its preset's, so that a
+    recorded None and a given --no-norm-first compare as the same model."""
+    return dataclasses.replace(config, norm_first=presets.resolved_norm_first(config.preset, config.norm_first))
 
 
 def probe(config):
@@ -89,7 +95,8 @@ def plan_budget(config, run_dir, started, fixed=()):
     if record and "plan" in record:
         recorded = run_dir.load_config()
         # The budget and the data must be the run's, and so must what the user set; the recipe's choices are.
-        config.check_resumes(recorded, [n for n in RESUME_MUST_MATCH if n not in auto_config.CHOSEN or n in fixed])
+        _blocks_resolved(config).check_resumes(
+            _blocks_resolved(recorded), [n for n in RESUME_MUST_MATCH if n not in auto_config.CHOSEN or n in fixed])
         print(f"Resuming a {recorded.time_budget}-minute budget: {record.get('spent_seconds', 0.0) / 60.0:.1f} "
               "minutes spent.", flush=True)
         return dataclasses.replace(recorded, model_dir=config.model_dir, export_dir=config.export_dir), None

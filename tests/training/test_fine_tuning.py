@@ -39,6 +39,10 @@ def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_nam
     assert fine_tuning.inherit({"norm_first": None}, str(tmp_path / "pre_norm"), given=set())["norm_first"] is True
     with pytest.raises(ValueError, match=r"--norm-first False \(the run has True\)"):
         fine_tuning.inherit({"norm_first": False}, str(tmp_path / "pre_norm"), given={"norm_first"})
+    # The tiny run recorded no placement (None: its preset's post-norm), which --no-norm-first repeats.
+    assert fine_tuning.inherit({"norm_first": False}, trained_tiny_run, given={"norm_first"})["norm_first"] is None
+    with pytest.raises(ValueError, match=r"--norm-first True \(the run has None\)"):
+        fine_tuning.inherit({"norm_first": True}, trained_tiny_run, given={"norm_first"})
     code, _, err = run_entry_point(train_main, ["--init-from", trained_tiny_run, "--preset", "base",
                                                 "--vocab-size", "500", "--model-dir", str(tmp_path / "x")], capsys)
     assert code == 2
