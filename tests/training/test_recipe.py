@@ -110,7 +110,6 @@ def test_auto_precision_keeps_the_policy_a_resumed_run_recorded(tmp_path, monkey
     assert recipe.resolved_precision(RunConfig(precision="mixed_float16"), run_dir) == "mixed_float16"
 
 
-
 def test_a_run_recorded_without_a_block_placement_resumes_with_its_presets(tmp_path):
     """A run that recorded norm_first None built its preset's post-norm
     blocks: --no-norm-first resumes it, --norm-first (another model) is refused."""
@@ -125,6 +124,7 @@ def test_a_run_recorded_without_a_block_placement_resumes_with_its_presets(tmp_p
     assert run_dir.load_config().norm_first is False
     with pytest.raises(ValueError, match=r"--norm-first False -> True"):
         recipe.prepare_run_dir(RunConfig(**{**recorded.to_dict(), "norm_first": True}), run_dir)
+
 
 @pytest.mark.slow
 def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_corpus, capsys):
