@@ -130,11 +130,12 @@ class TrainingSettings:
         800, "Optimizer updates to run in total (the paper: 100000 for base, 300000 for big). With --time-budget "
         "the budget wins: the run plans its own updates and ignores this flag.")
     time_budget: str | None = setting(
-        None, "Train for this long: minutes (25), or 90m, 1.5h. The run measures this machine, plans its updates, "
-        "checkpoint interval and warm-up, ends its learning rate at zero when the budget is spent, and chooses "
-        "what you did not set (model, vocabulary, dropout, ...) from the corpus' size and the budget; it prints "
-        "a 'recipe:' block saying why. The budget covers training, validation and the model choice, not the "
-        "test and export after them. A run started again continues its budget.")
+        None, "Spend this long on the whole command: minutes (25), or 90m, 1.5h. The run measures this machine, "
+        "plans its updates, checkpoint interval and warm-up, ends its learning rate at zero when training's "
+        "share is spent, and chooses what you did not set (model, vocabulary, dropout, ...) from the corpus' "
+        "size and the budget; it prints a 'recipe:' block saying why. The budget covers everything from the "
+        "process's start: training, validation, the model choice, the test and the export, the last three "
+        "priced from the run's own validation decode. A run started again continues its budget.")
     grad_accum: int = setting(1, "Accumulate gradients over this many batches per update.")
     jit_compile: bool = setting(False, "Compile the train step with XLA.")
     warmup_steps: int = setting(

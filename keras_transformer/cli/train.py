@@ -80,6 +80,7 @@ def given_flags(argv):
 
 def train_main(argv=None):
     parser = _train_parser()
+    argv_given = argv is not None
     argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(parser.parse_args(argv))
     inspect = args.pop("inspect_data")
@@ -95,7 +96,7 @@ def train_main(argv=None):
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     from keras_transformer.run_dir import RunDir  # noqa: PLC0415
-    from keras_transformer.training import recipe, vocabulary  # noqa: PLC0415
+    from keras_transformer.training import budget, recipe, vocabulary  # noqa: PLC0415
 
     try:
         if inspect:
@@ -107,7 +108,9 @@ def train_main(argv=None):
             tokenizer = vocabulary.load_tokenizer(config.data, run_dir, config.init_from)
             print(format_summary(summarize(config.data, tokenizer)))
             return 0
-        recipe.train_and_evaluate(config, fixed=given_flags(argv))
+        # Called as the program (no argv), a time budget counts from the process's start.
+        started = None if argv_given else budget.process_start()
+        recipe.train_and_evaluate(config, fixed=given_flags(argv), started=started)
     except (FileNotFoundError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 1

@@ -172,16 +172,21 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
             seconds = probe(preset, vocab, batch_tokens, mean_length)
     seconds *= REAL_BATCH_SLOWDOWN
     updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
-    if updates < POST_NORM_MIN_UPDATES:
+    if updates < POST_NORM_MIN_UPDATES and preset in PRE_NORM_REFERENCE_WARMUP:
         pick("norm_first", True, f"the budget buys about {updates:,.0f} updates (fewer than "
              f"{POST_NORM_MIN_UPDATES:,}): pre-norm blocks take a steeper warm-up and learn faster")
+    elif updates < POST_NORM_MIN_UPDATES:  # pre-norm was measured on the small preset only
+        pick("norm_first", False, f"the budget buys about {updates:,.0f} updates, but the {preset} preset "
+             "keeps the paper's post-norm blocks: pre-norm was measured on the small preset only")
     else:
         pick("norm_first", False, f"the budget buys about {updates:,.0f} updates (at least "
              f"{POST_NORM_MIN_UPDATES:,}): the paper's post-norm blocks")
     passes = epochs(updates, batch_tokens, corpus)
     dropout = pick("dropout", dropout_for(passes), f"about {passes:.1f} epochs fit the budget")
-    if dropout and "dropout" not in fixed:  # the probe ran the preset's dropout-free model
-        seconds *= DROPOUT_SLOWDOWN
+    # The probe ran the model with the config's dropout, else its preset's: its cost is counted once.
+    probed = presets.get_preset(preset).dropout if config.dropout is None else config.dropout
+    if bool(dropout) != bool(probed):
+        seconds *= DROPOUT_SLOWDOWN if dropout else 1.0 / DROPOUT_SLOWDOWN
     pick("label_smoothing", 0.1, "the paper's")
     pick("max_length", max_length_for(corpus.long_words),
          f"99% of pairs have at most {corpus.long_words} words a side")

@@ -13,11 +13,15 @@ spent. A stop in the middle of an interval still ends it with a checkpoint
 and a validation (Keras ends the epoch), so the last interval is as long
 as the time left allows: the budget is spent on updates, not left unused.
 
-What the budget covers: training, its validation passes and the model
-choice at the end (`recipe.train_and_evaluate`); testing and export come
-after it. The time spent is recorded in the run folder after every
+What the budget covers: the whole command, from the process's start
+(`process_start`) to the export. Training gets what is left once the work
+after it is priced (`TimeBudget.after_training`): the model choice and the
+test decode from this run's own last validation decode (seconds per
+sentence, times `BEAM_COST` for beam search), the export from
+`EXPORT_SECONDS`. The time spent is recorded in the run folder after every
 interval (`RunDir.budget_path`), so a run killed and started again
-continues the same budget.
+continues the same budget; the recipe adds what each part after training
+took (`record_part`).
 
 References:
     Li, Yumer and Ramanan, "Budgeted Training: Rethinking Deep Neural Network
@@ -27,6 +31,7 @@ References:
 
 import dataclasses
 import math
+import os
 import time
 
 import keras
@@ -49,9 +54,15 @@ COOLDOWN_SHARE = 0.2
 # the callback replaces it by what they are measured to take.
 FIRST_OVERHEAD_SHARE = 0.12
 # The model choice decodes the validation sentences once per candidate with
-# beam search; validation decodes them once, greedily. A beam-4 decode costs
-# about this many greedy ones (1.8 on 300 of the main job's validation sentences).
+# beam search, and the test decodes the test sentences with it; validation
+# decodes greedily. A beam-4 decode of a sentence costs about this many
+# greedy ones (1.8 on 300 of the main job's validation sentences).
 BEAM_COST = 2.0
+# The SavedModel export of the small preset (tracing the serving signatures
+# and writing them): 20-25 s on a 2-core AMD EPYC with AVX-512 bf16.
+EXPORT_SECONDS = 30.0
+# The parts of a budgeted command, in order (`budget.json`'s "parts").
+PARTS = ("training", "choice", "test", "export")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,14 +74,20 @@ class Plan:
     interval: int  # updates per checkpoint interval
     warmup: int  # warm-up updates
     max_updates: int  # `steps`: a bound that the time, not the count, should reach
+    # After training: the sentences the test decodes, and the export's seconds.
+    test_sentences: int = 0
+    export_seconds: float = 0.0
 
 
-def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=4000):
-    """The `Plan` for the budget left. ValueError if it does not reach the first checkpoint."""
-    left = budget_seconds - spent_seconds
+def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=4000,
+         test_sentences=0, export_seconds=0.0):
+    """The `Plan` for the budget left, the export's seconds set aside. ValueError
+    if it does not reach the first checkpoint."""
+    left = budget_seconds - spent_seconds - export_seconds
     updates = int(left * (1.0 - FIRST_OVERHEAD_SHARE) / seconds_per_update)
     if updates < MIN_INTERVAL:
-        needed = (MIN_INTERVAL * seconds_per_update / (1.0 - FIRST_OVERHEAD_SHARE) + spent_seconds) / 60.0
+        needed = (MIN_INTERVAL * seconds_per_update / (1.0 - FIRST_OVERHEAD_SHARE) + spent_seconds
+                  + export_seconds) / 60.0
         raise ValueError(
             f"--time-budget {budget_seconds / 60.0:g} minutes leaves time for {max(updates, 0)} updates at "
             f"{seconds_per_update:.2f} s per update on this machine; the first checkpoint needs "
@@ -79,7 +96,8 @@ def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_
     warmup = int(min(max_warmup, max(1, round(warmup_share * updates))))
     # Room for the machine to run faster than probed; the budget stops the run first.
     max_updates = interval * math.ceil(3 * updates / interval)
-    return Plan(float(seconds_per_update), updates, interval, warmup, max_updates)
+    return Plan(float(seconds_per_update), updates, interval, warmup, max_updates, int(test_sentences),
+                float(export_seconds))
 
 
 def with_interval(plan, interval):
@@ -99,13 +117,14 @@ def synthetic_batch(vocab_size, batch_tokens, mean_length, seed=0):
     return (source, target[:, :-1]), target[:, 1:]
 
 
-def probe_seconds_per_update(model, batch, updates=3, clock=time.perf_counter):
-    """Seconds per update of a compiled `model` on `batch`, after one untimed
-    update (which traces). The model's weights and optimizer are left as they
-    were."""
+def probe_seconds_per_update(model, batch, updates=6, untimed=2, clock=time.perf_counter):
+    """Seconds per update of a compiled `model` on `batch`, after `untimed`
+    updates (the first traces; the next lets the kernels settle). The model's
+    weights and optimizer are left as they were."""
     weights = model.get_weights()
     x, y = batch
-    model.train_on_batch(x, y)
+    for _ in range(untimed):
+        model.train_on_batch(x, y)
     start = clock()
     for _ in range(updates):
         model.train_on_batch(x, y)
@@ -114,6 +133,43 @@ def probe_seconds_per_update(model, batch, updates=3, clock=time.perf_counter):
     for variable in model.optimizer.variables:
         variable.assign(ops.zeros_like(variable))
     return seconds
+
+
+def process_start(clock=time.monotonic):
+    """The `clock()` reading at which this process started, so that the
+    interpreter's start and the imports count against the budget (Linux:
+    /proc; elsewhere the time of this call)."""
+    try:
+        with open("/proc/self/stat") as f:
+            started_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time since boot
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - started_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        age = 0.0
+    return clock() - max(0.0, age)
+
+
+def record_part(run_dir, part, spent_seconds, command_seconds=None):
+    """Adds the seconds a part after training took to the run's budget record
+    (and, with `command_seconds`, the whole command's)."""
+    record = run_dir.read_budget() or {}
+    parts = record.get("parts", {})
+    parts[part] = {**parts.get(part, {}), "spent": float(spent_seconds)}
+    update = {"parts": parts}
+    if command_seconds is not None:
+        update["command_seconds"] = float(command_seconds)
+    run_dir.write_budget(update)
+
+
+def describe_parts(record):
+    """One line: the budget, the command's minutes, and each part's planned and spent minutes."""
+    parts = record.get("parts", {})
+    said = ", ".join(f"{part} {parts[part]['spent'] / 60.0:.1f}"
+                     + (f" (planned {parts[part]['planned'] / 60.0:.1f})" if "planned" in parts[part] else "")
+                     for part in PARTS if "spent" in parts.get(part, {}))
+    return (f"Time budget: {record['budget_minutes']:g} minutes; the command took "
+            f"{record.get('command_seconds', 0.0) / 60.0:.1f}: {said}")
 
 
 class TimeBudget(keras.callbacks.Callback):
@@ -130,17 +186,20 @@ class TimeBudget(keras.callbacks.Callback):
         save_every: seconds between writes of the time spent.
         process_start: the `clock()` at which this process began spending
             the budget (default: when training begins), so that its set-up
-            (the recipe's probe, the vocabulary) counts.
+            (the interpreter, the recipe's probe, the vocabulary) counts.
         validation: the `BleuValidation` callback, whose last decode time
-            (`decode_seconds`) prices the model choice; without it, the
-            whole validation pass does.
+            (`decode_seconds`, over its sentences) prices the model choice
+            and the test decode; without it, the whole validation pass
+            stands for a greedy decode of the choice's sentences.
 
     Place it after `BackupAndRestore`, so that a resumed run's update count
     is restored when training begins. The record (`RunDir.budget_path`):
     budget_minutes, spent_seconds, planned_updates (the plan's, then the
-    latest estimate), made_updates, seconds_per_update and
-    validation_seconds (the last measured), and stopped: whether the budget
-    ended training.
+    latest estimate, never beyond the plan's `max_updates`), made_updates,
+    seconds_per_update and validation_seconds (the last measured), stopped:
+    whether the budget ended training, and parts: each part's planned
+    seconds (training, choice, test, export; the recipe adds what each
+    took, `record_part`).
     """
 
     def __init__(self, run_dir, budget_seconds, plan, total_updates=None, batches_per_update=1,
@@ -199,17 +258,30 @@ class TimeBudget(keras.callbacks.Callback):
         validation = self.record["validation_seconds"] or 0.0
         return updates >= max(MIN_INTERVAL, validation / self.record["seconds_per_update"])
 
+    def after_training(self):
+        """{part: seconds} the parts after training will take: the model
+        choice (`choice_candidates` beam decodes of the validation
+        sentences) and the test (one of the test sentences), each sentence
+        priced at the last validation decode's seconds per sentence times
+        BEAM_COST, and the plan's export."""
+        decode, sentences = self.record["validation_seconds"], None
+        if self.validation is not None and self.validation.decode_seconds is not None:
+            decode, sentences = self.validation.decode_seconds, len(self.validation.sentences)
+        choice = decode * BEAM_COST * self.choice_candidates
+        test = choice / self.choice_candidates * self.plan.test_sentences / sentences if sentences else 0.0
+        return {"choice": choice, "test": test, "export": self.plan.export_seconds}
+
     def left_for_training(self):
         """Seconds left for updates: the budget less the time spent, the
-        validation that ends the interval in progress, and the model choice."""
+        validation that ends the interval in progress, and the parts after
+        training (`after_training`)."""
         validation = self.record["validation_seconds"]
         if validation is None:  # not measured yet: the plan's guess
-            return self.budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) - self.spent()
-        decode = validation
-        if self.validation is not None and self.validation.decode_seconds is not None:
-            decode = self.validation.decode_seconds
-        self.record["choice_seconds"] = decode * BEAM_COST * self.choice_candidates  # the estimate
-        return self.budget_seconds - self.spent() - validation - self.record["choice_seconds"]
+            return self.budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) - self.plan.export_seconds - self.spent()
+        after = self.after_training()
+        self.record["parts"] = {"training": {"planned": self.budget_seconds - sum(after.values())},
+                                **{part: {"planned": seconds} for part, seconds in after.items()}}
+        return self.budget_seconds - self.spent() - validation - sum(after.values())
 
     def estimated_updates(self):
         """Updates the time left allows: the rest of the interval in progress,
@@ -246,7 +318,9 @@ class TimeBudget(keras.callbacks.Callback):
         if self.batches % self.batches_per_update:
             return
         self.record["made_updates"] += 1
-        more = self.estimated_updates()  # 0 once the time left is spent
+        # 0 once the time left is spent; never past the run's last update (`max_updates`), so that a
+        # machine much faster than probed still ends its learning rate at zero there.
+        more = min(self.estimated_updates(), self.plan.max_updates - self.record["made_updates"])
         self.record["planned_updates"] = self.record["made_updates"] + more
         if self.total_updates is not None:
             self.total_updates.assign(float(self.record["planned_updates"]))
@@ -262,6 +336,8 @@ class TimeBudget(keras.callbacks.Callback):
         self._save()
 
     def on_train_end(self, logs=None):
+        parts = self.record.setdefault("parts", {})
+        parts["training"] = {**parts.get("training", {}), "spent": self.spent()}
         self._save()
 
     def summary(self):

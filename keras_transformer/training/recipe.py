@@ -106,7 +106,9 @@ def plan_budget(config, run_dir, started, fixed=()):
     corpus = corpus_size.measure(config.data)
     config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config), fixed)
     plan = budget.plan(budget_seconds, time.monotonic() - started, seconds,
-                       max_warmup=auto_config.reference_warmup(config.preset, config.norm_first))
+                       max_warmup=auto_config.reference_warmup(config.preset, config.norm_first),
+                       test_sentences=len(sources.read_split(config.data, "test")[0]),
+                       export_seconds=budget.EXPORT_SECONDS if config.export_dir else 0.0)
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, config.checkpoint_every)
     planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}
@@ -129,13 +131,14 @@ def plan_budget(config, run_dir, started, fixed=()):
     return config, {"plan": dataclasses.asdict(plan), "recipe": why, "spent_seconds": 0.0}
 
 
-def start_run(config, fixed=()):
+def start_run(config, fixed=(), started=None):
     """Checks `config`, fills in its folders and precision (and, with a time
     budget, what the recipe chooses: `plan_budget`), builds the strategy and
     records the run in this worker's folder. `fixed`: the settings the user
-    gave, which the recipe keeps. Returns (config, strategy, run_dir, the
-    `time.monotonic()` at which the run began)."""
-    started = time.monotonic()
+    gave, which the recipe keeps; `started`: the `time.monotonic()` at which
+    the command began (default: now). Returns (config, strategy, run_dir,
+    `started`)."""
+    started = time.monotonic() if started is None else started
     config = with_default_folders(config)
     presets.get_preset(config.preset)  # raises on unknown names, before any work
     auto = config.precision == "auto"
@@ -156,11 +159,11 @@ def start_run(config, fixed=()):
     return config, strategy, run_dir, started
 
 
-def train(config, verbose="auto", fixed=()):
+def train(config, verbose="auto", fixed=(), started=None):
     """Runs (or resumes) the training part of the run: `start_run`, then
     `trainer.train` with each section. Returns (config as recorded, model,
     tokenizer, strategy, history)."""
-    config, strategy, run_dir, started = start_run(config, fixed)
+    config, strategy, run_dir, started = start_run(config, fixed, started)
     model, tokenizer, history = trainer.train(config.data, config.model, config.training, config.bleu_validation,
                                               config.decoding, run_dir, strategy, verbose, budget_start=started)
     return config, model, tokenizer, strategy, history
@@ -182,18 +185,29 @@ def _print_scores(label, scores):
           f"exact match {scores['exact_match']:5.1f}%")
 
 
-def train_and_evaluate(config, examples=5, fixed=()):
+def train_and_evaluate(config, examples=5, fixed=(), started=None):
     """Returns a dict with the test scores, the model choice, the hypotheses
     path and the export path. `config` is the whole `RunConfig`; each step
     gets its section. `fixed`: the settings the user gave (the CLI's flags),
-    which a time-budgeted run's recipe keeps."""
-    start = time.perf_counter()
-    config, model, tokenizer, strategy, _ = train(config, fixed=fixed)
+    which a time-budgeted run's recipe keeps. `started`: the
+    `time.monotonic()` at which the command began (default: now), from
+    which a time budget counts. With a time budget, what each part after
+    training took goes to the budget record (`budget.record_part`)."""
+    started = time.monotonic() if started is None else started
+    config, model, tokenizer, strategy, _ = train(config, fixed=fixed, started=started)
     is_chief, _ = distribution.worker_role(strategy)
-    result = {"train_seconds": time.perf_counter() - start}
+    result = {"train_seconds": time.monotonic() - started}
     if not is_chief:
         return result
     run_dir, data = RunDir(config.model_dir), config.data
+    part_start = time.monotonic()
+
+    def part_done(part):  # the seconds this part took, recorded against a time budget
+        nonlocal part_start
+        now = time.monotonic()
+        if config.time_budget:
+            budget.record_part(run_dir, part, now - part_start, command_seconds=now - started)
+        part_start = now
     translator = make_translator(config.decoding, model, tokenizer)
 
     def translate(sentences):  # with a progress line on stderr: three candidates can take minutes
@@ -207,6 +221,7 @@ def train_and_evaluate(config, examples=5, fixed=()):
         if name in choice["scores"]:
             _print_scores(f"  {name}" + (" (chosen)" if name == choice["chosen"] else ""), choice["scores"][name])
     result["model_choice"], result["chosen"] = choice["scores"], choice["chosen"]
+    part_done("choice")
 
     sentences, references = sources.read_split(data, "test")
     scores = evaluation.evaluate(translator, sentences, references, run_dir.hypotheses_path("test"))
@@ -218,9 +233,13 @@ def train_and_evaluate(config, examples=5, fixed=()):
     for source, hypothesis, reference in list(zip(sentences, scores["hypotheses"], references))[:examples]:
         print(f"\n  source:    {source}\n  output:    {hypothesis}\n  reference: {reference}")
     result.update({k: v for k, v in scores.items() if k != "hypotheses"})
+    part_done("test")
     if config.export_dir:
         result["export_path"] = saved_model.export_translator(translator, config.export_dir)
         print(f"\nSavedModel exported to {result['export_path']} (computing in {model.dtype_policy.name})")
-    result["total_seconds"] = time.perf_counter() - start
+        part_done("export")
+    result["total_seconds"] = time.monotonic() - started
     print(f"Done in {result['total_seconds'] / 60:.1f} minutes.")
+    if config.time_budget:
+        print(budget.describe_parts(run_dir.read_budget()), flush=True)
     return result

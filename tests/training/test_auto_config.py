@@ -90,7 +90,23 @@ def test_a_long_budget_on_a_fast_machine_gets_the_base_preset():
     assert config.preset == "base" and calls[-1][0] == "base"
     assert config.dropout == 0.3  # a 20k-pair corpus seen for hundreds of epochs
     assert config.norm_first is False  # the paper's blocks for a run of hundreds of thousands of updates
-    assert seconds == pytest.approx(0.1 * auto_config.REAL_BATCH_SLOWDOWN * auto_config.DROPOUT_SLOWDOWN)
+    # The base preset was probed with its own dropout (0.1): the chosen 0.3 costs no more again.
+    assert seconds == pytest.approx(0.1 * auto_config.REAL_BATCH_SLOWDOWN)
+
+
+@pytest.mark.parametrize("preset,given,chosen,factor", [
+    ("small", None, 0.1, auto_config.DROPOUT_SLOWDOWN),  # probed without dropout (the preset's 0.0)
+    ("base", None, 0.1, 1.0),  # probed with the preset's 0.1
+    ("base", None, 0.0, 1 / auto_config.DROPOUT_SLOWDOWN),  # probed with 0.1, trains without
+    ("small", 0.2, 0.2, 1.0)])  # probed with the user's dropout
+def test_dropouts_cost_is_counted_once(monkeypatch, preset, given, chosen, factor):
+    monkeypatch.setattr(auto_config, "dropout_for", lambda epochs: chosen)
+    probe, _ = fake_probe({preset: 1.0})
+    fixed = {"preset"} | ({"dropout"} if given is not None else set())
+    config, _, seconds = auto_config.choose(RunConfig(dataset="c.tsv", preset=preset, dropout=given),
+                                            LIBREOFFICE_LIKE, 3600.0, probe, fixed=fixed)
+    assert config.dropout == chosen
+    assert seconds == pytest.approx(auto_config.REAL_BATCH_SLOWDOWN * factor)
 
 
 @pytest.mark.parametrize("preset,norm_first,reference,warmup,scale", [
@@ -122,3 +138,14 @@ def test_the_users_flags_stay_as_given():
     assert "vocab_size 3000 (your flag)" in why and "preset tiny (your flag)" in why
     assert "norm_first False (your flag)" in why
     assert calls == [("tiny", 3000, 4096)]  # the given preset is the only one timed
+
+
+def test_the_base_preset_keeps_post_norm_blocks_on_a_short_budget():
+    """Pre-norm was measured on the small preset only: a short run of the
+    base preset (the user's) is not given an unmeasured pairing."""
+    probe, _ = fake_probe({"base": 4.0})
+    config, why, _ = auto_config.choose(RunConfig(dataset="c.tsv", preset="base"), LIBREOFFICE_LIKE, 3600.0, probe,
+                                        fixed={"preset"})
+    assert config.norm_first is False
+    assert any(line.startswith("norm_first False: the budget buys about 660 updates, but the base preset keeps "
+                               "the paper's post-norm blocks") for line in why)

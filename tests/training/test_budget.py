@@ -39,7 +39,7 @@ def test_a_budget_needs_a_cool_down_and_a_resume_keeps_its_budget():
         RunConfig(time_budget="50", model_dir="r").check_resumes(RunConfig(time_budget="25", model_dir="r"))
 
 
-def test_a_plan_spends_the_budget_in_about_ten_intervals():
+def test_a_plan_spends_the_budget_in_its_target_intervals():
     plan = budget.plan(25 * 60.0, 30.0, 1.5)
     assert plan.updates == int((1500 - 30) * (1 - budget.FIRST_OVERHEAD_SHARE) / 1.5)
     assert plan.interval == round(plan.updates / budget.TARGET_INTERVALS)
@@ -49,6 +49,9 @@ def test_a_plan_spends_the_budget_in_about_ten_intervals():
     long = budget.plan(10 * 3600.0, 0.0, 0.5)
     assert long.warmup == 4000  # the paper's, at most
     assert budget.with_interval(plan, 25).max_updates % 25 == 0
+    exported = budget.plan(25 * 60.0, 30.0, 1.5, test_sentences=500, export_seconds=60.0)
+    assert exported.updates == int((1500 - 30 - 60) * (1 - budget.FIRST_OVERHEAD_SHARE) / 1.5)
+    assert (exported.test_sentences, exported.export_seconds) == (500, 60.0)
 
 
 def test_a_budget_too_small_for_the_first_checkpoint_says_what_would_do():
@@ -113,7 +116,7 @@ def test_the_run_stops_when_the_budget_less_the_model_choice_is_spent(tmp_path):
     record = run_dir.read_budget()
     assert record["made_updates"] == made and record["stopped"] is True
     choice = 12.0 * budget.BEAM_COST * 3  # no BleuValidation here: the whole validation prices a decode
-    assert record["choice_seconds"] == pytest.approx(choice)
+    assert record["parts"]["choice"]["planned"] == pytest.approx(choice)
     # It stopped once the time left, less the choice, could not pay for another interval worth its
     # validation: MIN_INTERVAL updates of 2 s (more than the 12 s validation), and that validation.
     assert 600.0 - record["spent_seconds"] - choice < budget.MIN_INTERVAL * 2.0 + 12.0
@@ -205,7 +208,7 @@ def test_the_last_interval_is_as_long_as_the_time_left_allows(tmp_path):
     record = run_dir.read_budget()
     assert made == record["made_updates"] == record["planned_updates"] == 3 * 40 + 15
     assert float(total.numpy()) == made
-    assert record["spent_seconds"] + record["choice_seconds"] == pytest.approx(185.0)
+    assert record["spent_seconds"] + record["parts"]["choice"]["planned"] == pytest.approx(185.0)
 
 
 def test_a_last_interval_not_worth_its_validation_is_not_started(tmp_path):
@@ -232,3 +235,69 @@ def test_gradient_accumulation_counts_updates_not_batches(tmp_path):
     batches(callback, clock, 9, 0.5)
     assert callback.record["made_updates"] == 2
     assert callback.record["seconds_per_update"] == pytest.approx(2.0)
+
+
+def test_a_machine_much_faster_than_probed_still_ends_its_learning_rate_at_zero(tmp_path):
+    """Updates ten times faster than planned would outrun the plan's bound
+    (`max_updates`, where `fit` ends): the schedule's end is that bound, so
+    the last update runs at the floor's doorstep and the rate after it is 0."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(600.0, 0.0, 2.0)
+    total = keras.Variable(float(plan.updates), trainable=False)
+    schedule = BudgetCooldown(TransformerSchedule(64, plan.warmup), total, 0.2)
+    callback = budget.TimeBudget(run_dir, 600.0, plan, total, clock=clock)
+    callback.set_model(fake_model())
+    made = simulate(callback, clock, 0.2, 1.0, plan.interval, max_intervals=plan.max_updates // plan.interval)
+    assert made == plan.max_updates  # `fit` ran out of intervals before the budget ran out of time
+    assert run_dir.read_budget()["spent_seconds"] < 0.5 * 600.0
+    assert float(total.numpy()) == made
+    assert float(schedule(made)) == 0.0 and float(schedule(made - 1)) > 0.0
+
+
+class FakeValidation:
+    """What `TimeBudget` reads of a `BleuValidation`: its sentences and its last decode's seconds."""
+
+    def __init__(self, sentences, decode_seconds):
+        self.sentences, self.decode_seconds = ["a sentence"] * sentences, decode_seconds
+
+
+def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_validation_decode(tmp_path):
+    """200 validation sentences decoded greedily in 4 s price a beam sentence
+    at 4 / 200 x BEAM_COST: three candidates of 200 and a test of 1,000, plus
+    the plan's export. Training stops where those, and the last validation,
+    fill the budget to within an update and a validation."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0)
+    callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=FakeValidation(200, 4.0))
+    callback.set_model(fake_model())
+    simulate(callback, clock, 1.0, 6.0, plan.interval)
+    record = run_dir.read_budget()
+    per_sentence = 4.0 / 200 * budget.BEAM_COST
+    parts = record["parts"]
+    assert parts["choice"]["planned"] == pytest.approx(3 * 200 * per_sentence)
+    assert parts["test"]["planned"] == pytest.approx(1000 * per_sentence)
+    assert parts["export"]["planned"] == 30.0
+    after = parts["choice"]["planned"] + parts["test"]["planned"] + 30.0
+    assert parts["training"]["planned"] == pytest.approx(1200.0 - after)
+    assert parts["training"]["spent"] == pytest.approx(record["spent_seconds"])
+    left = 1200.0 - record["spent_seconds"] - after
+    assert 0.0 <= left < budget.MIN_INTERVAL * 1.0 + 6.0  # no room for another interval worth its validation
+
+    budget.record_part(run_dir, "choice", 20.0, command_seconds=record["spent_seconds"] + 20.0)
+    record = run_dir.read_budget()
+    assert record["parts"]["choice"] == {"planned": pytest.approx(24.0), "spent": 20.0}
+    assert budget.describe_parts({**record, "budget_minutes": 20.0}) == (
+        f"Time budget: 20 minutes; the command took {record['command_seconds'] / 60:.1f}: training "
+        f"{record['spent_seconds'] / 60:.1f} (planned {parts['training']['planned'] / 60:.1f}), choice 0.3 "
+        "(planned 0.4)")
+
+
+def test_a_budget_counts_from_the_process_start():
+    """A process that slept a second before asking has spent that second."""
+    import subprocess
+    import sys
+
+    code = ("import time; time.sleep(1.0); from keras_transformer.training.budget import process_start; "
+            "print(time.monotonic() - process_start())")
+    age = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert 1.0 <= age < 60.0

@@ -137,6 +137,7 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
 
     from keras_transformer import cli
     from keras_transformer.run_dir import RunDir
+    from keras_transformer.training import budget
     from tests.conftest import run_entry_point, write_tsv
 
     train, test = small_corpus
@@ -155,6 +156,13 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     with h5py.File(run_dir.checkpoints()[-1], "r") as f:
         assert int(f["optimizer/vars/0"][()]) == record["made_updates"]  # the updates made are the record's
     assert f"made {record['made_updates']} " in out and f"planned {record['plan']['updates']} updates" in out
+    # The parts after training were priced, and what each took is recorded (no export here: --export-dir "").
+    parts = record["parts"]
+    assert set(parts) == {"training", "choice", "test", "export"} and parts["export"]["planned"] == 0.0
+    assert all(parts[part]["spent"] > 0 for part in ("training", "choice", "test")) and "spent" not in parts["export"]
+    assert record["command_seconds"] == pytest.approx(sum(parts[part]["spent"] for part in parts
+                                                          if "spent" in parts[part]), abs=1.0)
+    assert budget.describe_parts(record) in out
 
     code, out, err = run_entry_point(cli.train_main, args, capsys)  # started again: the budget is spent
     assert code == 0, err
@@ -171,7 +179,8 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
 @pytest.fixture
 def plan_on_a_fake_machine(monkeypatch):
     """`plan(config, fixed=())`: `recipe.plan_budget` for a 20,000-pair corpus
-    on a machine that makes one update a second, in the config's model_dir."""
+    with a 500-sentence test split, on a machine that makes one update a
+    second, in the config's model_dir."""
     from keras_transformer.data.corpus_size import CorpusSize
     from keras_transformer.run_dir import RunDir
     from keras_transformer.training import recipe
@@ -179,6 +188,7 @@ def plan_on_a_fake_machine(monkeypatch):
     monkeypatch.setattr(recipe.corpus_size, "measure",
                         lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000))
     monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.0)
+    monkeypatch.setattr(recipe.sources, "read_split", lambda data, split, limit=None: (["a"] * 500, ["b"] * 500))
 
     def plan(config, fixed=()):
         return recipe.plan_budget(config, RunDir(config.model_dir), time.monotonic(), fixed)
