@@ -24,6 +24,9 @@ class CorpusSize:
     mean_words: float  # words per side of a pair, on average
     long_words: int  # the 99th percentile of a pair's longer side, in words
     word_types: int  # distinct words in the sample, both sides
+    # A pair's longer side, in words, averaged over the tokens of a batch (sum L^2 / sum L): the
+    # length a batch of a fixed number of tokens is padded to, on average, which sets what an update costs.
+    batch_words: float
 
     @property
     def words(self):
@@ -36,9 +39,11 @@ def from_pairs(count, sample):
     if not sample:
         raise ValueError("No training pairs to measure.")
     lengths = np.array([(len(s.split()), len(t.split())) for s, t in sample], dtype=np.float64)  # (n, 2)
+    longer = lengths.max(axis=1)  # (n,)
     return CorpusSize(pairs=int(count), mean_words=float(lengths.mean()),
-                      long_words=int(np.ceil(np.percentile(lengths.max(axis=1), 99))),
-                      word_types=len({word for pair in sample for side in pair for word in side.split()}))
+                      long_words=int(np.ceil(np.percentile(longer, 99))),
+                      word_types=len({word for pair in sample for side in pair for word in side.split()}),
+                      batch_words=float((longer ** 2).sum() / max(longer.sum(), 1.0)))
 
 
 def measure(data, sample_size=5000):

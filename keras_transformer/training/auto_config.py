@@ -3,7 +3,7 @@
 `choose(config, corpus, budget_minutes, probe, fixed)` picks what the user
 did not set, from the corpus' size (`data.corpus_size.CorpusSize`) and from
 what the budget buys on this machine (`probe(preset, vocab_size,
-batch_tokens, mean_length)` -> seconds per update), and says why, one line
+batch_tokens, length)` -> seconds per update), and says why, one line
 per choice:
 
 - vocabulary: by the corpus' words. Sennrich and Zhang (2019) found small
@@ -91,9 +91,6 @@ BASE_MIN_UPDATES = 10_000
 POST_NORM_MIN_UPDATES = BASE_MIN_UPDATES
 # Dropout's cost per update, measured on the small preset (modeling/presets.py).
 DROPOUT_SLOWDOWN = 1.12
-# A real batch's update over the probe's synthetic one (padding, uneven
-# lengths): 2.76 s against 2.29 s on the LibreOffice corpus, small preset.
-REAL_BATCH_SLOWDOWN = 1.2
 BATCH_TOKENS = 4096
 VALIDATION_SENTENCES = 200
 # The warm-up a preset's climb follows (see `rate_scale`): the one that
@@ -158,7 +155,8 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
                  f"{words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct words in a "
                  "sample (smaller corpora, smaller vocabularies)")
     batch_tokens = pick("batch_tokens", BATCH_TOKENS, "the paper's 25,000 per side, scaled to this machine")
-    mean_length = corpus.mean_words * PIECES_PER_WORD
+    # The probe's rows are as long as a batch's pairs are on average, weighted by their tokens.
+    mean_length = corpus.batch_words * PIECES_PER_WORD
     if "preset" in fixed:
         preset = pick("preset", config.preset, "")
         seconds = probe(preset, vocab, batch_tokens, mean_length)
@@ -170,7 +168,6 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
                       f"({'at least' if base_updates >= BASE_MIN_UPDATES else 'fewer than'} {BASE_MIN_UPDATES:,})")
         if preset != "small":
             seconds = probe(preset, vocab, batch_tokens, mean_length)
-    seconds *= REAL_BATCH_SLOWDOWN
     updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
     if updates < POST_NORM_MIN_UPDATES and preset in PRE_NORM_REFERENCE_WARMUP:
         pick("norm_first", True, f"the budget buys about {updates:,.0f} updates (fewer than "

@@ -72,13 +72,14 @@ def _blocks_resolved(config):
 
 
 def probe(config):
-    """`probe(preset, vocab_size, batch_tokens, mean_length)` -> seconds per
-    update of that model on this machine, in the run's precision."""
-    def seconds(preset, vocab_size, batch_tokens, mean_length):
+    """`probe(preset, vocab_size, batch_tokens, length)` -> seconds per update
+    of that model on this machine, in the run's precision, on a batch of
+    `batch_tokens` tokens in rows `length` pieces long."""
+    def seconds(preset, vocab_size, batch_tokens, length):
         keras.utils.set_random_seed(config.seed)
         model = build_transformer(preset, vocab_size, config.precision, config.dropout, config.norm_first)
         trainer.compile_model(model, config.training)
-        batch = budget.synthetic_batch(vocab_size, batch_tokens, mean_length)
+        batch = budget.synthetic_batch(vocab_size, batch_tokens, length)
         return budget.probe_seconds_per_update(model, batch)
 
     return seconds

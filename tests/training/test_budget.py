@@ -83,7 +83,8 @@ def batches(callback, clock, count, seconds):
 
 
 def simulate(callback, clock, seconds_per_update, validation_seconds, interval, max_intervals=1000):
-    """Drives `callback` as `fit` would, on the fake clock; returns the updates made."""
+    """Drives `callback` as `fit` would, on the fake clock; returns the updates made.
+    `validation_seconds`: one figure, or one per interval."""
     callback.on_train_begin()
     made = 0
     for epoch in range(max_intervals):
@@ -97,7 +98,8 @@ def simulate(callback, clock, seconds_per_update, validation_seconds, interval, 
             made += 1
             if callback.model.stop_training:
                 break
-        clock.now += validation_seconds  # validation, checkpoint, backup
+        # validation, checkpoint, backup
+        clock.now += validation_seconds[epoch] if isinstance(validation_seconds, list) else validation_seconds
         callback.on_epoch_end(epoch)
     callback.on_train_end()
     return made
@@ -301,3 +303,21 @@ def test_a_budget_counts_from_the_process_start():
             "print(time.monotonic() - process_start())")
     age = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert 1.0 <= age < 60.0
+
+
+def test_one_slow_validation_does_not_leave_the_end_of_the_budget_unused(tmp_path):
+    """A half-trained model's greedy outputs ran to the length limit in one
+    validation (60 s among 10 s ones): the next validation is priced at the
+    median, so the run still spends its budget up to its last validation."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.Plan(seconds_per_update=1.0, updates=400, interval=60, warmup=10, max_updates=1200)
+    total = keras.Variable(float(plan.updates), trainable=False)
+    callback = budget.TimeBudget(run_dir, 500.0, plan, total, clock=clock)
+    callback.set_model(fake_model())
+    made = simulate(callback, clock, 1.0, [10.0, 10.0, 60.0] + [10.0] * 10, plan.interval)
+    record = run_dir.read_budget()
+    assert record["validation_seconds"] == 10.0
+    choice = record["parts"]["choice"]["planned"]  # 3 x 2 x 10 s
+    assert choice == pytest.approx(60.0)
+    assert float(total.numpy()) == made
+    assert 0.0 <= 500.0 - record["spent_seconds"] - choice < 1.0  # the last interval was fitted to the time left

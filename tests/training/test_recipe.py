@@ -186,7 +186,8 @@ def plan_on_a_fake_machine(monkeypatch):
     from keras_transformer.training import recipe
 
     monkeypatch.setattr(recipe.corpus_size, "measure",
-                        lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000))
+                        lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000,
+                                                batch_words=31.0))
     monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.0)
     monkeypatch.setattr(recipe.sources, "read_split", lambda data, split, limit=None: (["a"] * 500, ["b"] * 500))
 
