@@ -30,12 +30,14 @@ per choice:
   IWSLT's 160k pairs). For the same reason the recipe adds no other
   regularisation (word dropout, weight decay) at these budgets.
 - label smoothing: the paper's 0.1 (Sennrich and Zhang kept it on small data).
-- tokens per batch: 4,096 per side, the paper's 25,000 scaled to a CPU.
-  Halving it buys more updates but not more quality: on LibreOffice at 25
-  minutes, 2,048-token batches made 791 updates to 4,096's 435, for test
-  sacreBLEU 2.16 against 2.86: on a CPU the tokens per second hardly
-  change with the batch, so both saw about as many tokens (1.6M and 1.8M),
-  and the larger batch used them better.
+- tokens per batch: 4,096 per side, the paper's 25,000 scaled to a CPU;
+  2,048 when 4,096 would buy fewer than 1,000 updates (`SHORT_RUN_UPDATES`).
+  On a CPU the tokens per second hardly change with the batch, so halving
+  it doubles the updates; early in training that is worth more than the
+  larger batch's cleaner gradient (McCandlish et al., 2018). Measured on
+  dev scores at 17 minutes: see `SHORT_RUN_BATCH_TOKENS`. (With post-norm
+  blocks, at 25 minutes on a float32 machine, 2,048 had lost to 4,096 on
+  the test split, 2.16 against 2.86.)
 - maximum length: the corpus' long pairs (99th percentile) in pieces.
 - learning rate and warm-up: the warm-up climbs as the preset's reference
   one does (`REFERENCE_WARMUP`: 800 updates for small, the paper's 4,000 for
@@ -68,7 +70,8 @@ References:
     Salazar, "Transformers without Tears: Improving the Normalization of
     Self-Attention", IWSLT 2019. Xiong et al., "On Layer Normalization in
     the Transformer Architecture", ICML 2020. Li, Yumer and
-    Ramanan, "Budgeted Training", ICLR 2020. Hägele et al., "Scaling Laws
+    Ramanan, "Budgeted Training", ICLR 2020. McCandlish et al., "An
+    Empirical Model of Large-Batch Training", 2018. Hägele et al., "Scaling Laws
     and Compute-Optimal Training Beyond Fixed Training Durations", NeurIPS
     2024. Popel and Bojar, "Training Tips for the Transformer Model", PBML
     2018. Vaswani et al., 2017.
@@ -92,6 +95,16 @@ POST_NORM_MIN_UPDATES = BASE_MIN_UPDATES
 # Dropout's cost per update, measured on the small preset (modeling/presets.py).
 DROPOUT_SLOWDOWN = 1.12
 BATCH_TOKENS = 4096
+# Half as many when BATCH_TOKENS would buy fewer than SHORT_RUN_UPDATES updates
+# of the small preset: early in training the gradient's noise is small next to
+# the gradient, so a smaller batch learns about as much per update from half
+# the tokens (McCandlish et al., 2018), and a CPU makes about as many tokens
+# per second either way. Measured on dev scores, 17 minutes (docs/training.md):
+# LibreOffice's short pairs, 32.22 against 31.61; LibreOffice, 16.05 against
+# 12.02 greedy at the same 11.3 minutes of training.
+SHORT_RUN_BATCH_TOKENS = 2048
+SHORT_RUN_UPDATES = 1000
+SHORT_RUN_PRESETS = ("tiny", "small")
 VALIDATION_SENTENCES = 200
 # The warm-up a preset's climb follows (see `rate_scale`): the one that
 # trained the small preset on real data (see above) for tiny and small, the
@@ -154,7 +167,7 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
     vocab = pick("vocab_size", vocabulary_size(words, corpus.word_types),
                  f"{words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct words in a "
                  "sample (smaller corpora, smaller vocabularies)")
-    batch_tokens = pick("batch_tokens", BATCH_TOKENS, "the paper's 25,000 per side, scaled to this machine")
+    batch_tokens = config.batch_tokens if "batch_tokens" in fixed else BATCH_TOKENS
     # The probe's rows are as long as a batch's pairs are on average, weighted by their tokens.
     mean_length = corpus.batch_words * PIECES_PER_WORD
     if "preset" in fixed:
@@ -169,6 +182,14 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
         if preset != "small":
             seconds = probe(preset, vocab, batch_tokens, mean_length)
     updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
+    if "batch_tokens" not in fixed and preset in SHORT_RUN_PRESETS and updates < SHORT_RUN_UPDATES:
+        batch_tokens = pick("batch_tokens", SHORT_RUN_BATCH_TOKENS,
+                            f"{BATCH_TOKENS:,}-token batches would buy about {updates:,.0f} updates (fewer than "
+                            f"{SHORT_RUN_UPDATES:,}): early in training, smaller batches learn more per token")
+        seconds = probe(preset, vocab, batch_tokens, mean_length)
+        updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
+    else:
+        pick("batch_tokens", BATCH_TOKENS, "the paper's 25,000 per side, scaled to this machine")
     if updates < POST_NORM_MIN_UPDATES and preset in PRE_NORM_REFERENCE_WARMUP:
         pick("norm_first", True, f"the budget buys about {updates:,.0f} updates (fewer than "
              f"{POST_NORM_MIN_UPDATES:,}): pre-norm blocks take a steeper warm-up and learn faster")

@@ -62,6 +62,28 @@ def stopped_early(run_dir, patience):
     return bool(patience) and progress(read_state(run_dir)["scores"])[1] >= patience
 
 
+def decode_steps(sources, lengths, batch_size):
+    """Steps of a decode of `sources` in batches of `batch_size` in source
+    length order (as `Translator.translate` batches), each batch running to
+    its longest output (`lengths`, one per source)."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    return sum(max(lengths[i] for i in order[k:k + batch_size]) for k in range(0, len(order), batch_size))
+
+
+def expected_decode_seconds(seconds, sources, hypotheses, references, batch_size):
+    """The seconds a decode that took `seconds` would have taken had its
+    outputs been as long as the references (in words, plus the end), each
+    batch running to its longest output. A half-trained model's greedy
+    outputs can run to the length limit: on LibreOffice one such
+    validation decode took about 60 s where the trained model's took 5, and
+    priced the test from it at twelve times what it took."""
+    def words(texts):
+        return [len(text.split()) + 1 for text in texts]
+
+    steps = decode_steps(sources, words(hypotheses), batch_size)
+    return seconds * decode_steps(sources, words(references), batch_size) / max(steps, 1)
+
+
 class BleuValidation(keras.callbacks.Callback):
     """Scores validation translations after every checkpoint interval; keeps the best weights; stops early.
 
@@ -77,9 +99,15 @@ class BleuValidation(keras.callbacks.Callback):
         patience: stop after this many intervals without a better val_bleu (0: never).
         updates_per_interval: optimizer updates in one interval, recorded with the
             scores (with the training seconds so far) for plotting.
+        decode_batch_size: the batches `translate` decodes in (`Translator.translate`'s).
+
+    After each decode it keeps `decode_seconds` and `expected_decode_seconds`
+    (`expected_decode_seconds`), which `budget.TimeBudget` prices the work
+    after training from.
     """
 
-    def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_interval=1):
+    def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_interval=1,
+                 decode_batch_size=64):
         super().__init__()
         if len(sentences) != len(references):
             raise ValueError(f"{len(sentences)} validation sentences but {len(references)} references.")
@@ -89,8 +117,9 @@ class BleuValidation(keras.callbacks.Callback):
         self.translate = translate
         self.patience = int(patience)
         self.updates_per_interval = int(updates_per_interval)
+        self.decode_batch_size = int(decode_batch_size)
         self.state = None
-        self.decode_seconds = None  # the last validation decode's, for `budget.TimeBudget`
+        self.decode_seconds = self.expected_decode_seconds = None  # the last decode's, for `budget.TimeBudget`
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.state is not None:
@@ -116,6 +145,8 @@ class BleuValidation(keras.callbacks.Callback):
         decode_start = time.perf_counter()
         hypotheses = self.translate(self.sentences)
         self.decode_seconds = time.perf_counter() - decode_start
+        self.expected_decode_seconds = expected_decode_seconds(
+            self.decode_seconds, self.sentences, hypotheses, self.references, self.decode_batch_size)
         scores = evaluation.score(hypotheses, self.references)
         figures = {"val_bleu": scores["bleu"], "val_chrf": scores["chrf"]}
         if logs is not None:

@@ -17,8 +17,8 @@ What the budget covers: the whole command, from the process's start
 (`process_start`) to the export. Training gets what is left once the work
 after it is priced (`TimeBudget.after_training`): the model choice and the
 test decode from this run's own last validation decode (seconds per
-sentence, times `BEAM_COST` for beam search), the export from
-`EXPORT_SECONDS`. The time spent is recorded in the run folder after every
+sentence at the references' length, times `BEAM_COST` for beam search),
+the export from `EXPORT_SECONDS`. The time spent is recorded in the run folder after every
 interval (`RunDir.budget_path`), so a run killed and started again
 continues the same budget; the recipe adds what each part after training
 took (`record_part`).
@@ -189,9 +189,10 @@ class TimeBudget(keras.callbacks.Callback):
             the budget (default: when training begins), so that its set-up
             (the interpreter, the recipe's probe, the vocabulary) counts.
         validation: the `BleuValidation` callback, whose last decode time
-            (`decode_seconds`, over its sentences) prices the model choice
-            and the test decode; without it, the whole validation pass
-            stands for a greedy decode of the choice's sentences.
+            at the references' length (`expected_decode_seconds`, over its
+            sentences) prices the model choice and the test decode; without
+            it, the whole validation pass stands for a greedy decode of the
+            choice's sentences.
 
     Place it after `BackupAndRestore`, so that a resumed run's update count
     is restored when training begins. The record (`RunDir.budget_path`):
@@ -268,8 +269,9 @@ class TimeBudget(keras.callbacks.Callback):
         priced at the last validation decode's seconds per sentence times
         BEAM_COST, and the plan's export."""
         decode, sentences = self.record["validation_seconds"], None
-        if self.validation is not None and self.validation.decode_seconds is not None:
-            decode, sentences = self.validation.decode_seconds, len(self.validation.sentences)
+        if self.validation is not None and self.validation.expected_decode_seconds is not None:
+            # As long as the references, as a trained model's outputs are (`expected_decode_seconds`).
+            decode, sentences = self.validation.expected_decode_seconds, len(self.validation.sentences)
         choice = decode * BEAM_COST * self.choice_candidates
         test = choice / self.choice_candidates * self.plan.test_sentences / sentences if sentences else 0.0
         return {"choice": choice, "test": test, "export": self.plan.export_seconds}

@@ -49,7 +49,7 @@ def fake_probe(seconds_by_preset):
     def probe(preset, vocab_size, batch_tokens, length):
         calls.append((preset, vocab_size, batch_tokens))
         lengths.append(length)
-        return seconds_by_preset[preset]
+        return seconds_by_preset.get((preset, batch_tokens), seconds_by_preset.get(preset))
 
     probe.lengths = lengths
     return probe, calls
@@ -59,21 +59,39 @@ LIBREOFFICE_LIKE = CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word
 
 
 def test_a_small_corpus_on_a_cpu_budget_gets_the_small_preset_and_says_why():
-    probe, calls = fake_probe({"small": 2.4})
-    config, why, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 25 * 60.0, probe)
+    probe, calls = fake_probe({"small": 1.2, ("small", 2048): 0.66})
+    config, why, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 50 * 60.0, probe)
     assert (config.vocab_size, config.preset, config.batch_tokens, config.max_length) == (8000, "small", 4096, 112)
     assert config.label_smoothing == 0.1 and config.bleu_sentences == 200
-    real = 2.4  # the probe's time: its batch is as long as the corpus' batches are on average
-    epochs = auto_config.epochs(25 * 60.0 * (1 - auto_config.FIRST_OVERHEAD_SHARE) / real, 4096, LIBREOFFICE_LIKE)
-    assert config.dropout == auto_config.dropout_for(epochs) == 0.0  # about 3 epochs
-    assert seconds == pytest.approx(real)
-    assert calls == [("small", 8000, 4096)]  # the base preset was priced, not built
+    real = 1.2  # the probe's time: its batch is as long as the corpus' batches are on average
+    epochs = auto_config.epochs(50 * 60.0 * (1 - auto_config.FIRST_OVERHEAD_SHARE) / real, 4096, LIBREOFFICE_LIKE)
+    assert config.dropout == auto_config.dropout_for(epochs) == 0.1  # about 8 epochs
+    assert seconds == pytest.approx(real * auto_config.DROPOUT_SLOWDOWN)  # probed without dropout
+    assert calls == [("small", 8000, 4096)]  # the base preset was priced, not built; 4,096 buys 2,200 updates
     assert probe.lengths == [pytest.approx(31.0 * auto_config.PIECES_PER_WORD)]  # the batches' length, not the mean
     assert any(line.startswith("preset small: the budget buys the base preset about") for line in why)
     assert any(line.startswith("vocab_size 8000: 0.76M words in 20,000 pairs, 18,000 distinct") for line in why)
     assert config.norm_first is True  # a few hundred updates
-    assert any(line.startswith("norm_first True: the budget buys about 550 updates (fewer than 10,000): pre-norm")
+    assert any(line.startswith("norm_first True: the budget buys about 2,200 updates (fewer than 10,000): pre-norm")
                for line in why)
+    assert "batch_tokens 4096: the paper's 25,000 per side, scaled to this machine" in why
+
+
+def test_a_budget_of_few_updates_halves_the_batch_and_times_it_again():
+    probe, calls = fake_probe({"small": 2.4, ("small", 2048): 1.3})
+    config, why, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 25 * 60.0, probe)
+    assert config.batch_tokens == auto_config.SHORT_RUN_BATCH_TOKENS == 2048
+    assert calls == [("small", 8000, 4096), ("small", 8000, 2048)]
+    assert seconds == pytest.approx(1.3)  # 4.4 epochs at 2,048 tokens: no dropout
+    assert ("batch_tokens 2048: 4,096-token batches would buy about 550 updates (fewer than 1,000): early in "
+            "training, smaller batches learn more per token") in why
+    assert any(line.startswith("norm_first True: the budget buys about 1,015 updates") for line in why)
+    kept, why, _ = auto_config.choose(RunConfig(dataset="c.tsv", batch_tokens=4096), LIBREOFFICE_LIKE, 25 * 60.0,
+                                      probe, fixed={"batch_tokens"})
+    assert kept.batch_tokens == 4096 and "batch_tokens 4096 (your flag)" in why
+    base, _, _ = auto_config.choose(RunConfig(dataset="c.tsv", preset="base"), LIBREOFFICE_LIKE, 25 * 60.0,
+                                    fake_probe({"base": 10.0})[0], fixed={"preset"})
+    assert base.batch_tokens == 4096  # measured on the small preset only
 
 
 @pytest.mark.parametrize("updates,norm_first", [(300, True), (9_990, True), (10_010, False), (100_000, False)])

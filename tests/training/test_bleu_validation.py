@@ -130,3 +130,23 @@ def test_an_interval_run_again_after_a_kill_does_not_leave_its_first_weights_as_
     run(str(killed), epochs=4)
     assert outcome(str(killed)) == outcome(str(uninterrupted))
     assert outcome(str(killed))[1:] == (1, (1, 2), 2.0)
+
+
+def test_decode_steps_follow_length_ordered_batches():
+    """Sources sorted by length into batches of 2: (a, bb) and (ccc, dddd); each batch runs to its longest output."""
+    sources = ["dddd", "a", "ccc", "bb"]
+    assert bleu_validation.decode_steps(sources, [1, 5, 2, 3], batch_size=2) == max(5, 3) + max(1, 2)
+    assert bleu_validation.decode_steps(sources, [1, 5, 2, 3], batch_size=4) == 5
+
+
+def test_a_runaway_decode_is_priced_at_the_references_length():
+    """One output of a batch ran to 49 words where its reference has 4: the
+    batch's 50 steps stand for 5, so 10 s of decoding stand for 1 s; outputs
+    as long as the references keep their time."""
+    sources = ["one", "two", "three"]
+    references = ["eins zwei drei vier"] * 3
+    runaway = ["eins zwei drei vier", " ".join(["eins"] * 49), "eins zwei drei vier"]
+    assert bleu_validation.expected_decode_seconds(10.0, sources, runaway, references, 64) == pytest.approx(1.0)
+    assert bleu_validation.expected_decode_seconds(10.0, sources, references, references, 64) == pytest.approx(10.0)
+    short = ["eins"] * 3  # a model that stops too early decodes faster than a trained one will
+    assert bleu_validation.expected_decode_seconds(10.0, sources, short, references, 64) == pytest.approx(25.0)

@@ -257,10 +257,10 @@ def test_a_machine_much_faster_than_probed_still_ends_its_learning_rate_at_zero(
 
 
 class FakeValidation:
-    """What `TimeBudget` reads of a `BleuValidation`: its sentences and its last decode's seconds."""
+    """What `TimeBudget` reads of a `BleuValidation`: its sentences and its last decode's expected seconds."""
 
     def __init__(self, sentences, decode_seconds):
-        self.sentences, self.decode_seconds = ["a sentence"] * sentences, decode_seconds
+        self.sentences, self.expected_decode_seconds = ["a sentence"] * sentences, decode_seconds
 
 
 def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_validation_decode(tmp_path):

@@ -179,8 +179,8 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
 @pytest.fixture
 def plan_on_a_fake_machine(monkeypatch):
     """`plan(config, fixed=())`: `recipe.plan_budget` for a 20,000-pair corpus
-    with a 500-sentence test split, on a machine that makes one update a
-    second, in the config's model_dir."""
+    with a 500-sentence test split, on a machine that makes an update every
+    1.25 s, in the config's model_dir."""
     from keras_transformer.data.corpus_size import CorpusSize
     from keras_transformer.run_dir import RunDir
     from keras_transformer.training import recipe
@@ -188,7 +188,7 @@ def plan_on_a_fake_machine(monkeypatch):
     monkeypatch.setattr(recipe.corpus_size, "measure",
                         lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000,
                                                 batch_words=31.0))
-    monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.0)
+    monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.25)
     monkeypatch.setattr(recipe.sources, "read_split", lambda data, split, limit=None: (["a"] * 500, ["b"] * 500))
 
     def plan(config, fixed=()):
