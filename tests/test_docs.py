@@ -78,6 +78,7 @@ COMMANDS_RUN_BY = {
     r"^head -n -2000 ": "test_real_data_commands",
     r"^tail -n 2000 ": "test_real_data_commands",
     r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ": "test_real_data_commands",
+    r"^awk .* > short\.(train|test)\.tsv$": "test_real_data_commands",
     r"^python scripts/plot_history\.py ": "test_real_data_commands",
     r"^python scripts/export\.py --model-dir runs/numerals_en_de-small --beam-size ": "test_export_command",
     r"^ls keras_transformer/$": "test_the_layout_section_names_every_module_and_folder",
@@ -680,7 +681,8 @@ def test_real_data_commands(tmp_path, small_corpus):
     """The README's own-corpus commands and the training page's plot, on a
     generated stand-in for the LibreOffice corpus (2,300 pairs at
     ../shared/data/), a tiny model and a 1.5-minute budget: the split
-    commands, training with --test and --time-budget, and the plot."""
+    commands (and the short pairs'), training with --test and
+    --time-budget, and the plot."""
     from keras_transformer.data.numerals_en_de import generator as corpus
 
     checkout = make_checkout(tmp_path)
@@ -691,6 +693,10 @@ def test_real_data_commands(tmp_path, small_corpus):
     bash(checkout, docs_command(r"^tail -n 2000 "))
     assert (checkout / "libreoffice.test.tsv").read_text(encoding="utf-8") == "".join(
         f"{s}\t{t}\n" for s, t in pairs[300:])
+    for split, part in (("train", pairs[:300]), ("test", pairs[300:])):  # the training page's short pairs
+        bash(checkout, docs_command(rf"^awk .* > short\.{split}\.tsv$"))
+        assert (checkout / f"short.{split}.tsv").read_text(encoding="utf-8") == "".join(
+            f"{s}\t{t}\n" for s, t in part if len(s.split()) <= 14)
     command = docs_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ")
     assert command.endswith(" --time-budget 25")
     model_dir = re.search(r"--model-dir (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
