@@ -169,24 +169,24 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
                  "sample (smaller corpora, smaller vocabularies)")
     batch_tokens = config.batch_tokens if "batch_tokens" in fixed else BATCH_TOKENS
     # The probe's rows are as long as a batch's pairs are on average, weighted by their tokens.
-    mean_length = corpus.batch_words * PIECES_PER_WORD
+    length = corpus.batch_words * PIECES_PER_WORD
     if "preset" in fixed:
         preset = pick("preset", config.preset, "")
-        seconds = probe(preset, vocab, batch_tokens, mean_length)
+        seconds = probe(preset, vocab, batch_tokens, length)
     else:
-        seconds = probe("small", vocab, batch_tokens, mean_length)
-        base_updates = budget_seconds / (seconds * _flops_ratio("base", "small", vocab, mean_length))
+        seconds = probe("small", vocab, batch_tokens, length)
+        base_updates = budget_seconds / (seconds * _flops_ratio("base", "small", vocab, length))
         preset = pick("preset", "base" if base_updates >= BASE_MIN_UPDATES else "small",
                       f"the budget buys the base preset about {base_updates:,.0f} updates "
                       f"({'at least' if base_updates >= BASE_MIN_UPDATES else 'fewer than'} {BASE_MIN_UPDATES:,})")
         if preset != "small":
-            seconds = probe(preset, vocab, batch_tokens, mean_length)
+            seconds = probe(preset, vocab, batch_tokens, length)
     updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
     if "batch_tokens" not in fixed and preset in SHORT_RUN_PRESETS and updates < SHORT_RUN_UPDATES:
         batch_tokens = pick("batch_tokens", SHORT_RUN_BATCH_TOKENS,
                             f"{BATCH_TOKENS:,}-token batches would buy about {updates:,.0f} updates (fewer than "
                             f"{SHORT_RUN_UPDATES:,}): early in training, smaller batches learn more per token")
-        seconds = probe(preset, vocab, batch_tokens, mean_length)
+        seconds = probe(preset, vocab, batch_tokens, length)
         updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
     else:
         pick("batch_tokens", BATCH_TOKENS, "the paper's 25,000 per side, scaled to this machine")

@@ -101,9 +101,10 @@ class BleuValidation(keras.callbacks.Callback):
             scores (with the training seconds so far) for plotting.
         decode_batch_size: the batches `translate` decodes in (`Translator.translate`'s).
 
-    After each decode it keeps `decode_seconds` and `expected_decode_seconds`
-    (`expected_decode_seconds`), which `budget.TimeBudget` prices the work
-    after training from.
+    After each decode it keeps its `decode_seconds`, and the
+    `expected_decode_seconds` at the references' length (see the function
+    of that name), which `budget.TimeBudget` prices the work after
+    training from.
     """
 
     def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_interval=1,

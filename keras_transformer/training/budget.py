@@ -18,10 +18,10 @@ What the budget covers: the whole command, from the process's start
 after it is priced (`TimeBudget.after_training`): the model choice and the
 test decode from this run's own last validation decode (seconds per
 sentence at the references' length, times `BEAM_COST` for beam search),
-the export from `EXPORT_SECONDS`. The time spent is recorded in the run folder after every
-interval (`RunDir.budget_path`), so a run killed and started again
-continues the same budget; the recipe adds what each part after training
-took (`record_part`).
+the export from `EXPORT_SECONDS`. The time spent is recorded in the run
+folder after every interval (`RunDir.budget_path`), so a run killed and
+started again continues the same budget; the recipe adds what each part
+after training took (`record_part`).
 
 References:
     Li, Yumer and Ramanan, "Budgeted Training: Rethinking Deep Neural Network
@@ -59,8 +59,8 @@ FIRST_OVERHEAD_SHARE = 0.12
 # greedy ones (1.8 on 300 of the main job's validation sentences).
 BEAM_COST = 2.0
 # The SavedModel export (tracing the serving signatures and writing them):
-# 11 s for the small preset on a 2-core AMD EPYC with AVX-512 bf16
-# (LibreOffice, 17-minute budget), with room for a slower machine.
+# 10-19 s for the small preset on a 2-core AMD EPYC with AVX-512 bf16
+# (LibreOffice runs of 17 and 25 minutes).
 EXPORT_SECONDS = 20.0
 # The parts of a budgeted command, in order (`budget.json`'s "parts").
 PARTS = ("training", "choice", "test", "export")

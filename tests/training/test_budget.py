@@ -129,13 +129,19 @@ def test_the_run_stops_when_the_budget_less_the_model_choice_is_spent(tmp_path):
     assert made < plan.updates  # slower than probed: fewer updates than planned
 
 
-def test_the_learning_rate_reaches_zero_at_the_last_update(tmp_path):
-    clock, run_dir = Clock(), RunDir(tmp_path)
-    plan = budget.plan(300.0, 0.0, 1.0)
+def budgeted_schedule(run_dir, clock, budget_seconds, probed_seconds, cooldown):
+    """(plan, the schedule's length variable, the schedule, the callback) of a budget on the fake clock."""
+    plan = budget.plan(budget_seconds, 0.0, probed_seconds)
     total = keras.Variable(float(plan.updates), trainable=False)
-    schedule = BudgetCooldown(TransformerSchedule(64, plan.warmup), total, 0.5)
-    callback = budget.TimeBudget(run_dir, 300.0, plan, total, clock=clock)
+    schedule = BudgetCooldown(TransformerSchedule(64, plan.warmup), total, cooldown)
+    callback = budget.TimeBudget(run_dir, budget_seconds, plan, total, clock=clock)
     callback.set_model(fake_model())
+    return plan, total, schedule, callback
+
+
+def test_the_learning_rate_reaches_zero_at_the_last_update(tmp_path):
+    clock = Clock()
+    plan, total, schedule, callback = budgeted_schedule(RunDir(tmp_path), clock, 300.0, 1.0, 0.5)
     made = simulate(callback, clock, 0.8, 1.0, plan.interval)  # faster than probed: more updates
     assert made > plan.updates
     rates = [float(schedule(step)) for step in range(made)]
@@ -244,11 +250,7 @@ def test_a_machine_much_faster_than_probed_still_ends_its_learning_rate_at_zero(
     (`max_updates`, where `fit` ends): the schedule's end is that bound, so
     the last update runs at the floor's doorstep and the rate after it is 0."""
     clock, run_dir = Clock(), RunDir(tmp_path)
-    plan = budget.plan(600.0, 0.0, 2.0)
-    total = keras.Variable(float(plan.updates), trainable=False)
-    schedule = BudgetCooldown(TransformerSchedule(64, plan.warmup), total, 0.2)
-    callback = budget.TimeBudget(run_dir, 600.0, plan, total, clock=clock)
-    callback.set_model(fake_model())
+    plan, total, schedule, callback = budgeted_schedule(run_dir, clock, 600.0, 2.0, 0.2)
     made = simulate(callback, clock, 0.2, 1.0, plan.interval, max_intervals=plan.max_updates // plan.interval)
     assert made == plan.max_updates  # `fit` ran out of intervals before the budget ran out of time
     assert run_dir.read_budget()["spent_seconds"] < 0.5 * 600.0
