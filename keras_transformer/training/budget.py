@@ -198,8 +198,9 @@ class TimeBudget(keras.callbacks.Callback):
     is restored when training begins. The record (`RunDir.budget_path`):
     budget_minutes, spent_seconds, planned_updates (the plan's, then the
     latest estimate, never beyond the plan's `max_updates`), made_updates,
-    seconds_per_update (the mean) and validation_seconds (the median of
-    this process's validations, checkpoints and backups), stopped:
+    seconds_per_update (the mean) and validation_seconds (the longest of
+    this process's validations, checkpoints and backups after its first),
+    stopped:
     whether the budget ended training, and parts: each part's planned
     seconds (training, choice, test, export; the recipe adds what each
     took, `record_part`).
@@ -306,10 +307,12 @@ class TimeBudget(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
-            # Their median: a half-trained model's greedy outputs can run to the length limit in one
-            # validation (62 s against 10-20 s on LibreOffice) and not in the next.
+            # The longest since the first (an untrained model's outputs all run to the length limit): a
+            # half-trained model's can in one validation and not the next (62 s against 10-20 s on
+            # LibreOffice; a last one of about 60 s against a median of 19 s on its short pairs put a
+            # 17-minute command 44 s over), and a budget's end must not be overrun.
             self.validations.append(self.clock() - self.batch_end)
-            self.record["validation_seconds"] = float(np.median(self.validations))
+            self.record["validation_seconds"] = float(max(self.validations[1:] or self.validations))
         self.batch_end = None
 
     def on_train_batch_begin(self, batch, logs=None):
