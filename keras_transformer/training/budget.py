@@ -200,10 +200,9 @@ class TimeBudget(keras.callbacks.Callback):
     latest estimate, never beyond the plan's `max_updates`), made_updates,
     seconds_per_update (the mean) and validation_seconds (the longest of
     this process's validations, checkpoints and backups after its first),
-    stopped:
-    whether the budget ended training, and parts: each part's planned
-    seconds (training, choice, test, export; the recipe adds what each
-    took, `record_part`).
+    stopped: whether the budget ended training, and parts: each part's
+    planned seconds (training, choice, test, export; the recipe adds what
+    each took, `record_part`).
     """
 
     def __init__(self, run_dir, budget_seconds, plan, total_updates=None, batches_per_update=1,
@@ -273,9 +272,9 @@ class TimeBudget(keras.callbacks.Callback):
         if self.validation is not None and self.validation.expected_decode_seconds is not None:
             # As long as the references, as a trained model's outputs are (`expected_decode_seconds`).
             decode, sentences = self.validation.expected_decode_seconds, len(self.validation.sentences)
-        choice = decode * BEAM_COST * self.choice_candidates
-        test = choice / self.choice_candidates * self.plan.test_sentences / sentences if sentences else 0.0
-        return {"choice": choice, "test": test, "export": self.plan.export_seconds}
+        beam = decode * BEAM_COST  # one beam decode of the validation sentences
+        test = beam * self.plan.test_sentences / sentences if sentences else 0.0
+        return {"choice": beam * self.choice_candidates, "test": test, "export": self.plan.export_seconds}
 
     def left_for_training(self):
         """Seconds left for updates: the budget less the time spent, the
