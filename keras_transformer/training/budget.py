@@ -232,6 +232,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.batch_end = None  # when the last batch of this process ended
         self.validations = []  # seconds of this process's validations, checkpoints and backups
         self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
+        self.record["parts"] = self.planned_parts()  # even if training stops before its first validation
         if self.too_little_left():  # a resumed run whose budget is spent
             self.stop()
 
@@ -281,12 +282,23 @@ class TimeBudget(keras.callbacks.Callback):
         validation that ends the interval in progress, and the parts after
         training (`after_training`)."""
         validation = self.record["validation_seconds"]
+        self.record["parts"] = self.planned_parts()
         if validation is None:  # not measured yet: the plan's guess
             return self.budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) - self.plan.export_seconds - self.spent()
+        return self.budget_seconds - self.spent() - validation - sum(self.after_training().values())
+
+    def planned_parts(self):
+        """{part: {"planned": seconds}} for every part in PARTS. Before a
+        validation is measured, the plan's guess: the export, and training
+        the budget less FIRST_OVERHEAD_SHARE (which holds the validations,
+        the choice and the test, so these two have no figure of their own yet)."""
+        if self.record["validation_seconds"] is None:
+            return {"training": {"planned": self.budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE)
+                                 - self.plan.export_seconds},
+                    "choice": {}, "test": {}, "export": {"planned": self.plan.export_seconds}}
         after = self.after_training()
-        self.record["parts"] = {"training": {"planned": self.budget_seconds - sum(after.values())},
-                                **{part: {"planned": seconds} for part, seconds in after.items()}}
-        return self.budget_seconds - self.spent() - validation - sum(after.values())
+        return {"training": {"planned": self.budget_seconds - sum(after.values())},
+                **{part: {"planned": seconds} for part, seconds in after.items()}}
 
     def estimated_updates(self):
         """Updates the time left allows: the rest of the interval in progress,

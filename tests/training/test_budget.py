@@ -175,6 +175,23 @@ def test_a_resumed_run_continues_the_same_budget(tmp_path):
     assert third.model.stop_training  # nothing left to train
 
 
+def test_a_run_stopped_before_its_first_validation_still_records_every_parts_plan(tmp_path):
+    """Updates eight times slower than probed end the first interval's time
+    before its validation: the record still plans every part (the CI run that
+    exposed this had no "export" entry), from the plan's guess."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(200.0, 0.0, 1.0, export_seconds=15.0)
+    callback = budget.TimeBudget(run_dir, 200.0, plan, clock=clock)
+    callback.set_model(fake_model())
+    made = simulate(callback, clock, 8.0, 10.0, plan.interval)
+    record = run_dir.read_budget()
+    assert made < plan.interval and record["stopped"] and record["validation_seconds"] is None
+    parts = record["parts"]
+    assert tuple(parts) == budget.PARTS and parts["export"] == {"planned": 15.0}
+    assert parts["training"]["planned"] == pytest.approx(200.0 * (1 - budget.FIRST_OVERHEAD_SHARE) - 15.0)
+    assert parts["training"]["spent"] == pytest.approx(record["spent_seconds"])
+
+
 def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
     """Not one update into a new interval, whose validation and checkpoint would cost more than its updates."""
     clock, run_dir = Clock(), RunDir(tmp_path)
