@@ -10,12 +10,13 @@ and the help text of its flag:
 - `ValidationSettings`: BLEU while training;
 - `DecodingSettings`: beam search for test, export and scripts.
 
-`RunConfig` is generated from the sections: one flat field per setting,
-which is both a flag of scripts/train.py and a key of a run folder's
+`RunConfig` is written out below: one flat field per setting, which is
+both a flag of scripts/train.py and a key of a run folder's
 `run_config.json`, so the command line and the file stay flat and old files
-keep loading. A section field may name another flat field instead of being
-its own (`shared_with`: the seed, and the maximum input length, serve two
-sections) or go by another flat name (`flag`). Only the CLI and the
+keep loading. Each of its fields takes its default and help from the
+section's (`flag_of`). A section field may name another flat field instead
+of being its own (`shared_with`: the seed, and the maximum input length,
+serve two sections) or go by another flat name (`flag`). Only the CLI and the
 end-to-end recipe (`training.recipe`) read the whole `RunConfig`; each
 component receives its section (`config.data`, `config.training`, ...).
 
@@ -25,7 +26,23 @@ This module imports nothing else of the package: the layers above it
 
 import dataclasses
 import re
-import typing
+
+# The paper's numbers (Vaswani et al., 2017), each defined here once: the
+# defaults of the settings below and of the library's functions.
+PAPER_BEAM_SIZE = 4  # section 6.1
+PAPER_ALPHA = 0.6  # section 6.1: the length penalty of Wu et al. (2016)
+PAPER_EXTRA_LENGTH = 50  # section 6.1: outputs of at most input length + 50
+PAPER_WARMUP_STEPS = 4000  # section 5.3
+PAPER_LABEL_SMOOTHING = 0.1  # section 5.4
+PAPER_BATCH_TOKENS = 25000  # section 5.1: about 25,000 source and 25,000 target tokens per batch
+# Tokens per side in one global batch: the paper's scaled to a 2-core CPU,
+# where it keeps an update under about 1.5 s for the small preset.
+BATCH_TOKENS = 4096
+
+# A local corpus without --validation or --test gives each this many pairs,
+# and at most this share of its pairs (`data.local_corpus`).
+HELD_OUT = 1000
+MAX_HELD_OUT_FRACTION = 0.025
 
 # tf.distribute strategies by flag value (built by training.distribution.make_strategy).
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
@@ -61,6 +78,15 @@ def _at_least(section, minimum, *names):
             raise ValueError(f"{name} must be at least {minimum}; got {getattr(section, name)}.")
 
 
+def check_guards(no_repeat_ngram_size=0, repetition_penalty=1.0):
+    """ValueError naming the first decoding guard setting outside its valid
+    range (`decoding.guards`; checked here so that a bad flag fails before training)."""
+    if int(no_repeat_ngram_size) != no_repeat_ngram_size or no_repeat_ngram_size < 0:
+        raise ValueError(f"no_repeat_ngram_size must be a whole number >= 0 (0: off); got {no_repeat_ngram_size}.")
+    if not repetition_penalty > 0:
+        raise ValueError(f"repetition_penalty must be > 0 (1: off); got {repetition_penalty}.")
+
+
 def _check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"Unknown {name} {value!r}; expected one of {list(choices)}.")
@@ -78,14 +104,15 @@ class DataSettings:
     data_dir: str | None = setting(None, "Where tfds keeps prepared datasets (default: ~/tensorflow_datasets).")
     validation: str | None = setting(
         None, "Held-out validation pairs, PATH.tsv or SOURCE_PATH,TARGET_PATH (default: the dataset's validation "
-        "split; for a local corpus, 1,000 pairs (at most 2.5%%) drawn at random from the whole file). Training "
-        "pairs equal to a validation pair are removed from training.")
+        f"split; for a local corpus, {HELD_OUT:,} pairs (at most {MAX_HELD_OUT_FRACTION * 100:g}%%) drawn at "
+        "random from the whole file). Training pairs equal to a validation pair are removed from training.")
     test: str | None = setting(
-        None, "Held-out test pairs, as --validation (default: the dataset's test split, or another 1,000 pairs "
-        "drawn from a local corpus, disjoint from validation).")
+        None, "Held-out test pairs, as --validation (default: the dataset's test split, or another "
+        f"{HELD_OUT:,} pairs drawn from a local corpus, disjoint from validation).")
     vocab_size: int = setting(1000, "Shared SentencePiece vocabulary size (the paper: 37000 for WMT14 En-De).")
     max_length: int = setting(64, "Pairs longer than this many pieces (either side) are left out of training.")
-    batch_tokens: int = setting(4096, "Tokens per side in one global batch, padding included (the paper: ~25000).")
+    batch_tokens: int = setting(
+        BATCH_TOKENS, f"Tokens per side in one global batch, padding included (the paper: ~{PAPER_BATCH_TOKENS}).")
     seed: int = setting(0, "Seed of weights initialisation and data shuffling.")
 
     def __post_init__(self):
@@ -108,7 +135,8 @@ class ModelSettings:
     norm_first: bool | None = setting(
         None, "Pre-norm residual blocks: LayerNorm before each sub-layer and after each stack, instead of the "
         "paper's post-norm after each residual sum. Neither flag: the preset's post-norm, or under --time-budget "
-        "the recipe's choice (pre-norm for runs of fewer than 10,000 updates, where it trains faster).")
+        "the recipe's choice (pre-norm for a short run of the tiny or small preset, where it learns faster; its "
+        "'recipe:' block says why).")
     precision: str = setting(
         "auto", "Keras dtype policy: float32, mixed_bfloat16, mixed_float16 (with dynamic loss scaling), or auto: "
         "mixed_bfloat16 where the hardware computes bfloat16 natively (AVX512_BF16/AMX CPUs, GPUs of compute "
@@ -139,14 +167,15 @@ class TrainingSettings:
     grad_accum: int = setting(1, "Accumulate gradients over this many batches per update.")
     jit_compile: bool = setting(False, "Compile the train step with XLA.")
     warmup_steps: int = setting(
-        400, "Warm-up steps of the learning-rate schedule (the paper: 4000; the default suits the short built-in "
-        "run).")
+        400, f"Warm-up steps of the learning-rate schedule (the paper: {PAPER_WARMUP_STEPS}; the default suits the "
+        "short built-in run).")
     learning_rate_scale: float = setting(1.0, "Multiplies the schedule (the paper: 1.0).")
-    label_smoothing: float = setting(0.1, "Label smoothing epsilon (the paper: 0.1).")
+    label_smoothing: float = setting(
+        PAPER_LABEL_SMOOTHING, f"Label smoothing epsilon (the paper: {PAPER_LABEL_SMOOTHING}).")
     cooldown: float = setting(
         0.5, "Fraction of the run, at its end, over which the learning rate falls linearly to zero (0: none, the "
         "paper's inverse square root to the last update; the default suits the short built-in run; under "
-        "--time-budget the recipe sets 0.2).")
+        "--time-budget the recipe sets its own share, printed in its 'recipe:' block).")
     checkpoint_every: int = setting(200, "Updates between checkpoints (and validation runs and backups).")
     keep_checkpoints: int = setting(5, "Checkpoints kept on disk; the paper averages the last 5 (base) or 20 (big).")
     average_last: int = setting(
@@ -201,11 +230,12 @@ class ValidationSettings:
 class DecodingSettings:
     """Beam search as the test split, the export and the scripts run it (`decoding.Translator`)."""
 
-    beam_size: int = setting(4, "Beam size for evaluation and export (the paper: 4).")
-    alpha: float = setting(0.6, "Length penalty exponent of beam search (the paper: 0.6).")
+    beam_size: int = setting(PAPER_BEAM_SIZE, f"Beam size for evaluation and export (the paper: {PAPER_BEAM_SIZE}).")
+    alpha: float = setting(PAPER_ALPHA, f"Length penalty exponent of beam search (the paper: {PAPER_ALPHA}).")
     max_input_length: int = setting(64, "", shared_with="max_length")
     extra_length: int = setting(
-        50, "Outputs may be at most input length + this many pieces (the paper: 50).", flag="max_output_extra")
+        PAPER_EXTRA_LENGTH, f"Outputs may be at most input length + this many pieces (the paper: "
+        f"{PAPER_EXTRA_LENGTH}).", flag="max_output_extra")
     no_repeat_ngram_size: int = setting(
         0, "Decoding guard: no output repeats an n-gram of this many pieces (CTranslate2's no_repeat_ngram_size; "
         "0: off).")
@@ -215,44 +245,92 @@ class DecodingSettings:
 
     def __post_init__(self):
         _at_least(self, 1, "beam_size")
-        _at_least(self, 0, "no_repeat_ngram_size")
-        if not self.repetition_penalty > 0:
-            raise ValueError(f"repetition_penalty must be > 0 (1: off); got {self.repetition_penalty}.")
+        check_guards(self.no_repeat_ngram_size, self.repetition_penalty)
 
 
 # RunConfig attribute -> section class, in the order of the flags.
 SECTIONS = {"data": DataSettings, "model": ModelSettings, "training": TrainingSettings,
             "bleu_validation": ValidationSettings, "decoding": DecodingSettings}
-# The recipe's own fields: where the run folder and the export go.
-_FOLDERS = [
-    ("model_dir", str | None, setting(
-        None, "Checkpoints, the backup for resuming, TensorBoard logs, the vocabulary and run_config.json go here "
-        "(default: runs/<dataset>-<preset>, e.g. runs/numerals_en_de-small).")),
-    ("export_dir", str | None, setting(
-        None, "Export a SavedModel to <export_dir>/<version>/ at the end (default: saved_models/<dataset>, e.g. "
-        "saved_models/numerals_en_de; empty: no export).")),
-]
 
 
-def _flat_name(field):
+def flat_name(field):
+    """The RunConfig field (flag, run_config.json key) of a section field."""
     return field.metadata.get("shared_with") or field.metadata.get("flag") or field.name
 
 
-def _flat_fields():
-    """(name, type, field) of every flat RunConfig field, each setting once."""
-    fields = []
-    for cls in SECTIONS.values():
-        hints = typing.get_type_hints(cls)
-        for field in dataclasses.fields(cls):
-            if field.metadata.get("shared_with"):
-                continue
-            copy = setting(field.default, field.metadata["help"])
-            fields.append((_flat_name(field), hints[field.name], copy))
-    return fields + _FOLDERS
+def flag_of(section, name):
+    """A RunConfig field for the setting `name` of `section`, with the default
+    and help text defined there."""
+    field = section.__dataclass_fields__[name]
+    return setting(field.default, field.metadata["help"])
 
 
-class _RunConfigMethods:
-    """What `RunConfig` adds to its generated fields."""
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Everything a training run needs, flat: every field is a flag of
+    scripts/train.py and a key of run_config.json.
+
+    Each field is a setting of one section above, whose default and help it
+    takes (`flag_of`); tests/test_config.py checks that the fields are the
+    sections' settings, each once, with the sections' types. Two settings
+    serve two sections: `seed` and `max_length` (the decoding's
+    `max_input_length`); `max_output_extra` is the decoding's `extra_length`.
+
+    The defaults are the main job: the small preset on the built-in corpus,
+    sized to reach sacreBLEU >= 90 within 15 minutes on a 2-core CPU. The
+    library's own defaults (TransformerSchedule, LabelSmoothedCrossEntropy,
+    the presets, beam search) are the paper's; the README's WMT command
+    passes the paper's run settings explicitly. `model_dir` and `export_dir`
+    of None are the recipe's default folders (`training.recipe.with_default_folders`).
+    """
+
+    # DataSettings
+    dataset: str = flag_of(DataSettings, "dataset")
+    source_lang: str | None = flag_of(DataSettings, "source_lang")
+    target_lang: str | None = flag_of(DataSettings, "target_lang")
+    data_dir: str | None = flag_of(DataSettings, "data_dir")
+    validation: str | None = flag_of(DataSettings, "validation")
+    test: str | None = flag_of(DataSettings, "test")
+    vocab_size: int = flag_of(DataSettings, "vocab_size")
+    max_length: int = flag_of(DataSettings, "max_length")  # also DecodingSettings.max_input_length
+    batch_tokens: int = flag_of(DataSettings, "batch_tokens")
+    seed: int = flag_of(DataSettings, "seed")  # also TrainingSettings.seed
+    # ModelSettings
+    preset: str = flag_of(ModelSettings, "preset")
+    dropout: float | None = flag_of(ModelSettings, "dropout")
+    norm_first: bool | None = flag_of(ModelSettings, "norm_first")
+    precision: str = flag_of(ModelSettings, "precision")
+    # TrainingSettings
+    strategy: str = flag_of(TrainingSettings, "strategy")
+    steps: int = flag_of(TrainingSettings, "steps")
+    time_budget: str | None = flag_of(TrainingSettings, "time_budget")
+    grad_accum: int = flag_of(TrainingSettings, "grad_accum")
+    jit_compile: bool = flag_of(TrainingSettings, "jit_compile")
+    warmup_steps: int = flag_of(TrainingSettings, "warmup_steps")
+    learning_rate_scale: float = flag_of(TrainingSettings, "learning_rate_scale")
+    label_smoothing: float = flag_of(TrainingSettings, "label_smoothing")
+    cooldown: float = flag_of(TrainingSettings, "cooldown")
+    checkpoint_every: int = flag_of(TrainingSettings, "checkpoint_every")
+    keep_checkpoints: int = flag_of(TrainingSettings, "keep_checkpoints")
+    average_last: int = flag_of(TrainingSettings, "average_last")
+    init_from: str | None = flag_of(TrainingSettings, "init_from")
+    # ValidationSettings
+    bleu_sentences: int = flag_of(ValidationSettings, "bleu_sentences")
+    bleu_beam_size: int = flag_of(ValidationSettings, "bleu_beam_size")
+    early_stopping: int = flag_of(ValidationSettings, "early_stopping")
+    # DecodingSettings
+    beam_size: int = flag_of(DecodingSettings, "beam_size")
+    alpha: float = flag_of(DecodingSettings, "alpha")
+    max_output_extra: int = flag_of(DecodingSettings, "extra_length")
+    no_repeat_ngram_size: int = flag_of(DecodingSettings, "no_repeat_ngram_size")
+    repetition_penalty: float = flag_of(DecodingSettings, "repetition_penalty")
+    # The recipe's own: where the run folder and the export go.
+    model_dir: str | None = setting(
+        None, "Checkpoints, the backup for resuming, TensorBoard logs, the vocabulary and run_config.json go here "
+        "(default: runs/<dataset>-<preset>, e.g. runs/numerals_en_de-small).")
+    export_dir: str | None = setting(
+        None, "Export a SavedModel to <export_dir>/<version>/ at the end (default: saved_models/<dataset>, e.g. "
+        "saved_models/numerals_en_de; empty: no export).")
 
     def __post_init__(self):
         for name in SECTIONS:
@@ -261,13 +339,27 @@ class _RunConfigMethods:
     def section(self, name):
         """The section `name` (a key of SECTIONS) filled from the flat fields."""
         cls = SECTIONS[name]
-        return cls(**{field.name: getattr(self, _flat_name(field)) for field in dataclasses.fields(cls)})
+        return cls(**{field.name: getattr(self, flat_name(field)) for field in dataclasses.fields(cls)})
 
-    data = property(lambda self: self.section("data"))
-    model = property(lambda self: self.section("model"))
-    training = property(lambda self: self.section("training"))
-    bleu_validation = property(lambda self: self.section("bleu_validation"))
-    decoding = property(lambda self: self.section("decoding"))
+    @property
+    def data(self) -> DataSettings:
+        return self.section("data")
+
+    @property
+    def model(self) -> ModelSettings:
+        return self.section("model")
+
+    @property
+    def training(self) -> TrainingSettings:
+        return self.section("training")
+
+    @property
+    def bleu_validation(self) -> ValidationSettings:
+        return self.section("bleu_validation")
+
+    @property
+    def decoding(self) -> DecodingSettings:
+        return self.section("decoding")
 
     def check_resumes(self, previous, names=RESUME_MUST_MATCH):
         """Raises ValueError if this run cannot continue `previous` (the run
@@ -296,17 +388,3 @@ class _RunConfigMethods:
             raise ValueError(f"{source} has settings this version of keras_transformer does not know: {unknown}; "
                              "it was written by a newer version. Upgrade keras_transformer to use this run.")
         return cls(**values)
-
-
-RunConfig = dataclasses.make_dataclass("RunConfig", _flat_fields(), bases=(_RunConfigMethods,), frozen=True)
-RunConfig.__module__ = __name__
-RunConfig.__doc__ = """Everything a training run needs, flat: every field is a flag of scripts/train.py
-and a key of run_config.json, generated from the sections above.
-
-The defaults are the main job: the small preset on the built-in corpus,
-sized to reach sacreBLEU >= 90 within 15 minutes on a 2-core CPU. The
-library's own defaults (TransformerSchedule, LabelSmoothedCrossEntropy,
-the presets, beam search) are the paper's; the README's WMT command
-passes the paper's run settings explicitly. `model_dir` and `export_dir`
-of None are the recipe's default folders (`training.recipe.with_default_folders`).
-"""

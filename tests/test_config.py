@@ -1,4 +1,5 @@
 import dataclasses
+import os
 
 import pytest
 
@@ -99,21 +100,40 @@ def test_section_defaults_are_the_run_configs():
         assert cls() == section, cls.__name__
 
 
-def test_each_setting_is_written_once_and_the_flat_fields_are_generated_from_the_sections():
-    """Every flat field's default and help text are its section field's; a
-    field shared by two sections is a flag once."""
+def test_run_config_fields_are_the_sections_settings_each_once_with_their_types_defaults_and_help():
+    """RunConfig is written out; its fields, in order, are the sections'
+    settings (a shared one once, under its flat name) and the two folders,
+    with the section's type, default and help text."""
+    import typing
+
     from keras_transformer import config as settings
 
-    flat = {f.name: f for f in dataclasses.fields(RunConfig)}
+    expected = []  # (flat name, type, default, help) the sections define, in flag order
     for cls in settings.SECTIONS.values():
+        hints = typing.get_type_hints(cls)
         for field in dataclasses.fields(cls):
             if field.metadata["shared_with"]:
-                assert field.metadata["shared_with"] in flat and field.metadata["help"] == ""
+                assert field.metadata["help"] == ""  # a flag once, with its first section's help
                 continue
-            name = field.metadata["flag"] or field.name
-            assert flat[name].default == field.default and flat[name].metadata["help"] == field.metadata["help"]
             assert field.metadata["help"], (cls.__name__, field.name)  # every flag explains itself
-    assert len(flat) == len(set(flat))
+            expected.append((settings.flat_name(field), hints[field.name], field.default, field.metadata["help"]))
+    hints = typing.get_type_hints(RunConfig)
+    flat = [(f.name, hints[f.name], f.default, f.metadata["help"]) for f in dataclasses.fields(RunConfig)]
+    assert flat[:-2] == expected
+    assert [name for name, *_ in flat[-2:]] == ["model_dir", "export_dir"]
+    for cls in settings.SECTIONS.values():  # every shared field names a flat field
+        for field in dataclasses.fields(cls):
+            assert settings.flat_name(field) in RunConfig.__dataclass_fields__
+
+
+def test_help_texts_format_the_paper_constants_they_cite():
+    from keras_transformer import config as settings
+
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(RunConfig)}
+    assert RunConfig().beam_size == settings.PAPER_BEAM_SIZE and RunConfig().alpha == settings.PAPER_ALPHA
+    assert f"(the paper: {settings.PAPER_WARMUP_STEPS};" in helps["warmup_steps"]
+    assert f"{settings.HELD_OUT:,} pairs" in helps["validation"] and f"{settings.HELD_OUT:,} pairs" in helps["test"]
+    assert RunConfig().batch_tokens == settings.BATCH_TOKENS and RunConfig().max_output_extra == 50
 
 
 def test_config_imports_no_other_module_of_the_package():
@@ -137,3 +157,21 @@ def test_an_old_run_config_file_loads_with_its_flat_keys():
     assert (config.data.max_length, config.decoding.max_input_length, config.decoding.extra_length) == (40, 40, 7)
     with pytest.raises(ValueError, match=r"does not know: \['new_flag'\]"):
         RunConfig.from_dict({**values, "new_flag": 1})
+
+
+def test_a_run_config_file_written_by_version_0_3_0_loads_and_writes_back_byte_for_byte(tmp_path):
+    """tests/fixtures/run_config_0.3.0.json was written by RunDir.save_config
+    of version 0.3.0, every setting away from its default."""
+    import shutil
+
+    from keras_transformer.run_dir import RunDir
+    from tests.conftest import ROOT
+
+    written = os.path.join(ROOT, "tests", "fixtures", "run_config_0.3.0.json")
+    shutil.copy(written, tmp_path / "run_config.json")
+    config = RunDir(str(tmp_path)).load_config()
+    assert (config.max_length, config.decoding.max_input_length, config.decoding.extra_length) == (99, 99, 13)
+    assert (config.data.seed, config.training.seed, config.time_budget, config.export_dir) == (5, 5, "1.5h", "")
+    again = tmp_path / "again"
+    RunDir(str(again)).save_config(config)
+    assert (again / "run_config.json").read_bytes() == open(written, "rb").read()

@@ -21,8 +21,8 @@ on the same machine:
    package's does. eole has no time budget: `eole build_vocab` and
    `eole train` get the same minutes, train is stopped when they are spent,
    and its last checkpoint (written every `SAVE_EVERY` updates) translates
-   the test split with beam 4 and the paper's length penalty
-   (`--length_penalty wu --alpha 0.6`).
+   the test split with the paper's beam search (`--beam_size` and
+   `--length_penalty wu --alpha` from `config.PAPER_BEAM_SIZE` and `PAPER_ALPHA`).
 
 Both sides are then scored with the same sacreBLEU and chrF
 (`decoding.evaluation.score`) against the same references.
@@ -37,7 +37,7 @@ import signal
 import subprocess
 import time
 
-from keras_transformer.config import RunConfig, parse_minutes
+from keras_transformer.config import PAPER_ALPHA, PAPER_BEAM_SIZE, RunConfig, parse_minutes
 from keras_transformer.data import sources
 from keras_transformer.decoding import evaluation
 from keras_transformer.modeling import presets
@@ -49,8 +49,6 @@ EOLE_RECIPE = "eole-nlp/eole recipes/wmt17/wmt17_ende_spm.yaml"
 EOLE_LEARNING_RATE = 2.0
 # eole writes a checkpoint every this many updates; a stop loses at most these.
 SAVE_EVERY = 20
-# Both sides decode the test split with the paper's beam search.
-BEAM_SIZE, ALPHA = 4, 0.6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,8 +198,8 @@ def eole_side(config, eole, minutes, work_dir, learning_rate=EOLE_LEARNING_RATE)
     write_lines(work("test.src"), sentences)
     print(f"eole: translating {len(sentences):,} test sentences with {checkpoint} ({updates} updates)", flush=True)
     code, _ = run_until([eole, "predict", "--model_path", checkpoint, "--src", work("test.src"),
-                         "--output", work("test.hypotheses.txt"), "--beam_size", str(BEAM_SIZE),
-                         "--length_penalty", "wu", "--alpha", str(ALPHA), "--max_length", "256",
+                         "--output", work("test.hypotheses.txt"), "--beam_size", str(PAPER_BEAM_SIZE),
+                         "--length_penalty", "wu", "--alpha", str(PAPER_ALPHA), "--max_length", "256",
                          "--batch_size", "32", "--batch_type", "sents", "--world_size", "1"],
                         float("inf"), log)
     if code:

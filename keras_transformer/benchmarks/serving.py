@@ -8,8 +8,8 @@ The comparison a user deploying a run makes, in one process, back to back:
   validation and `translate.py` run);
 - CTranslate2 (the optional extra) on the same weights, float32 and int8.
 
-All translate the same sentences with the run's beam search (beam 4,
-alpha 0.6 by default), TensorFlow on its default threads (every core; 2 on
+All translate the same sentences with the run's beam search (the paper's
+beam and alpha by default), TensorFlow on its default threads (every core; 2 on
 the machines this was written on) and CTranslate2 on `threads`: one sentence at a time (batch-1
 latency, ms per sentence) and in length-sorted batches of 32 (throughput,
 sentences per second). Each figure is the best of `rounds` passes, the
@@ -28,14 +28,14 @@ import os
 import tempfile
 import time
 
-import tensorflow as tf
+import numpy as np
 
 from keras_transformer.config import RunConfig
 from keras_transformer.data import sources
-from keras_transformer.decoding import restore
 from keras_transformer.decoding.batching import in_length_order
-from keras_transformer.export import saved_model
+from keras_transformer.export import loading, saved_model
 from keras_transformer.export.ctranslate2 import ctranslate2_installed, export_translator_ctranslate2
+from keras_transformer.run_dir import RunDir
 
 
 def quick_run(model_dir, steps):
@@ -109,27 +109,21 @@ def time_engines(found, sentences, batch_size=32, rounds=2):
 
 
 def engines(model_dir, directory, threads=2):
-    """({name: translate(list of str) -> list}, the run's config) for the run
-    in `model_dir`, exported into `directory`. CTranslate2 engines are absent
-    without the extra."""
-    config, model, tokenizer = restore.restore(model_dir)
-    translator = restore.make_translator(config.decoding, model, tokenizer)
-    served = tf.saved_model.load(saved_model.export_translator(translator, os.path.join(directory, "saved_model")))
-    signature = served.signatures["serving_default"]
-    in_process = translator.compiled()
-    found = {
-        "SavedModel": lambda batch: list(signature(sentences=tf.constant(batch))["translations"].numpy()),
-        "Translator": lambda batch: list(in_process(tf.constant(batch))[0].numpy()[:, 0]),
-    }
-    if not ctranslate2_installed():
-        return found, config
-    from keras_transformer.export.ctranslate2_translator import CTranslate2Translator  # noqa: PLC0415
-
-    for quantization in ("float32", "int8"):
-        path = export_translator_ctranslate2(translator, os.path.join(directory, quantization), quantization)
-        engine = CTranslate2Translator(path, threads=threads)
-        found[f"CTranslate2 {quantization}"] = lambda batch, engine=engine: engine.translate_batch(batch)[0]
-    return found, config
+    """({name: translate(list of str) -> list of UTF-8 bytes}, the run's
+    config) for the run in `model_dir`, exported into `directory`, each
+    engine loaded as `loading.load_translator` loads it. CTranslate2 engines
+    are absent without the extra."""
+    translator = loading.load_translator(model_dir)  # in process: a `Translator`
+    exported = {"SavedModel": saved_model.export_translator(translator, os.path.join(directory, "saved_model"))}
+    if ctranslate2_installed():
+        for quantization in ("float32", "int8"):
+            exported[f"CTranslate2 {quantization}"] = export_translator_ctranslate2(
+                translator, os.path.join(directory, quantization), quantization)
+    loaded = {"SavedModel": loading.load_translator(exported.pop("SavedModel")), "Translator": translator,
+              **{name: loading.load_translator(path, threads=threads) for name, path in exported.items()}}
+    found = {name: lambda batch, engine=engine: [row[0] for row in np.asarray(engine(batch)[0])]
+             for name, engine in loaded.items()}
+    return found, RunDir(model_dir).load_config()
 
 
 def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, threads=2, report=print):

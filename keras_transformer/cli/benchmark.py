@@ -4,7 +4,7 @@ import os
 import shutil
 import tempfile
 
-from keras_transformer.config import RunConfig
+from keras_transformer.config import BATCH_TOKENS, RunConfig
 from keras_transformer.run_dir import default_model_dir
 from keras_transformer.modeling import presets
 from keras_transformer.cli.common import make_parser
@@ -20,7 +20,8 @@ def _parser():
     )
     parser.add_argument("--preset", default="base", choices=sorted(presets.PRESETS), help="Model size to time.")
     parser.add_argument("--vocab-size", type=int, default=37000, help="Vocabulary of the timed models.")
-    parser.add_argument("--batch-tokens", type=int, default=4096, help="Target tokens per training batch.")
+    parser.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS,
+                        help="Target tokens per training batch (default: %(default)s, as a run's).")
     parser.add_argument("--length", type=int, default=32, help="Tokens per sentence in the training batches.")
     parser.add_argument("--train-steps", type=int, default=5, help="Timed training steps per model.")
     parser.add_argument("--decode-batch", type=int, default=8, help="Sentences per beam search batch.")

@@ -73,19 +73,19 @@ def translate_main(argv=None):
     from keras_transformer.export import loading  # noqa: PLC0415
 
     try:
-        translate = loading.load_translate_function(args.model, args.beam_size, args.alpha, args.weights,
-                                                    args.threads, args.n_best, sampling, args.precision,
-                                                    args.no_repeat_ngram_size, args.repetition_penalty)
+        translator = loading.load_translator(args.model, args.beam_size, args.alpha, args.weights, args.threads,
+                                             args.n_best, sampling, args.precision, args.no_repeat_ngram_size,
+                                             args.repetition_penalty)
         lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="replace")
         with lines:
             sentences = [line.rstrip("\n") for line in lines]
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"translate.py: error: {error}\n")
     if args.n_best > 1:
-        for line in loading.n_best_lines(translate, sentences, args.batch_size):
+        for line in loading.n_best_lines(translator, sentences, args.batch_size):
             print(line)
         return 0
-    for translation in loading.translate_lines(translate, sentences, args.batch_size):
+    for translation in loading.translate_lines(translator, sentences, args.batch_size):
         # One line per input, even when a (sampled) translation holds a line break.
         print(translation.replace("\r", " ").replace("\n", " "))
     return 0

@@ -3,6 +3,7 @@
 import sys
 
 from keras_transformer.cli.common import make_parser, precision_flag
+from keras_transformer.config import PAPER_ALPHA
 
 
 def read_pairs(path):
@@ -32,7 +33,8 @@ def score_main(argv=None):
                         "share one vocabulary (their probabilities averaged, as in fairseq).")
     parser.add_argument("--input", required=True, help="source<TAB>target pairs, one per line; - for stdin.")
     parser.add_argument("--alpha", type=float, default=None,
-                        help="Length penalty exponent of the normalized column (default: the first run's, 0.6).")
+                        help="Length penalty exponent of the normalized column (default: the first run's, "
+                        f"{PAPER_ALPHA} unless it set another).")
     parser.add_argument("--batch-size", type=int, default=64, help="Pairs per batch.")
     parser.add_argument("--weights", default=None,
                         help="A .weights.h5 file to use instead of the run's chosen model (one --model-dir only).")

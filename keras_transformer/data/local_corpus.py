@@ -37,9 +37,9 @@ import dataclasses
 
 import tensorflow as tf
 
+from keras_transformer.config import HELD_OUT, MAX_HELD_OUT_FRACTION
+
 STRIDE = 1024  # lines between two kept offsets
-HELD_OUT = 1000  # default pairs per held-out set
-MAX_HELD_OUT_FRACTION = 0.025
 _HASH_KEY = b"keras_transformer held-out v1"
 
 

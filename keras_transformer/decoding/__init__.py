@@ -7,9 +7,9 @@ The model-level searches are importable from here, as the README shows:
 """
 
 from keras_transformer.decoding.search import (DEFAULT_EXTRA_LENGTH, beam_search, beam_search_graph,
-                                               greedy_search, greedy_search_graph, length_penalty,
+                                               greedy_search, greedy_search_graph, length_penalty, log_probs,
                                                sample_search, sample_search_graph)
 from keras_transformer.decoding.translator import Translator
 
 __all__ = ["DEFAULT_EXTRA_LENGTH", "Translator", "beam_search", "beam_search_graph", "greedy_search",
-           "greedy_search_graph", "length_penalty", "sample_search", "sample_search_graph"]
+           "greedy_search_graph", "length_penalty", "log_probs", "sample_search", "sample_search_graph"]

@@ -20,15 +20,10 @@ far, V vocabulary.
 
 import tensorflow as tf
 
+from keras_transformer.config import check_guards  # the settings' valid ranges, defined with the settings
 from keras_transformer.decoding.sampling import NEG_INF
 
-
-def check_guards(no_repeat_ngram_size=0, repetition_penalty=1.0):
-    """ValueError naming the first guard setting outside its valid range."""
-    if int(no_repeat_ngram_size) != no_repeat_ngram_size or no_repeat_ngram_size < 0:
-        raise ValueError(f"no_repeat_ngram_size must be a whole number >= 0 (0: off); got {no_repeat_ngram_size}.")
-    if not repetition_penalty > 0:
-        raise ValueError(f"repetition_penalty must be > 0 (1: off); got {repetition_penalty}.")
+__all__ = ["block_repeated_ngrams", "check_guards", "make_guard", "penalize_repetitions"]
 
 
 def _token_mask(tokens, keep, vocab):

@@ -13,6 +13,7 @@ Notation: B pairs, S source pieces, T target pieces, V vocabulary.
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.config import PAPER_ALPHA
 from keras_transformer.decoding.batching import in_length_order
 from keras_transformer.decoding.search import length_penalty
 from keras_transformer.decoding.step import check_ensemble, combine_log_probs
@@ -40,7 +41,7 @@ def token_log_probs(model, source_ids, target_ids):
     return tf.where(positions <= lengths[:, None], picked, 0.0)
 
 
-def score_ids(model, source_ids, target_ids, alpha=0.6):
+def score_ids(model, source_ids, target_ids, alpha=PAPER_ALPHA):
     """Per-pair scores of given targets: a dict of (B,) numpy arrays
 
     - "log_prob": log P(target + EOS | source), summed over pieces;
@@ -59,7 +60,7 @@ def score_ids(model, source_ids, target_ids, alpha=0.6):
     }
 
 
-def score_pairs(model, tokenizer, sources, targets, alpha=0.6, batch_size=64, progress=True):
+def score_pairs(model, tokenizer, sources, targets, alpha=PAPER_ALPHA, batch_size=64, progress=True):
     """`score_ids` of lists of source and target strings, tokenized as in
     training (no truncation). Pairs are batched by length and put back in
     order. Returns the same dict of (N,) arrays."""

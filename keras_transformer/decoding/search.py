@@ -10,7 +10,11 @@ with its `StepCache`). The model-level functions at the end
 
 Every search returns one structure, `Hypotheses(ids (B, N, L), scores
 (B, N))`, whatever its options: greedy search and sampling give N = 1,
-beam search N = n_best.
+beam search N = n_best. Its scores mean one thing in every search: the
+summed log-probability of the tokens (EOS included) divided by the length
+penalty at the search's alpha, the quantity beam search ranks by; at alpha
+0 that is the summed log-probability itself (`log_probs` recovers it).
+`scoring.score_ids` gives the same two figures for given translations.
 
 The loop state may change shape from one step to the next: the cache
 grows by one position per step, so a step costs what the output so far
@@ -27,26 +31,44 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from keras_transformer.config import PAPER_ALPHA, PAPER_BEAM_SIZE, PAPER_EXTRA_LENGTH
 from keras_transformer.decoding.guards import check_guards, make_guard
 from keras_transformer.decoding.sampling import NEG_INF, check_sampling, filter_logits
 from keras_transformer.decoding.step import check_ensemble, keep_rows, make_step, reorder_beams
 from keras_transformer.decoding.top_k import top_k
 from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID
 
-# The paper: output length up to input length + 50.
-DEFAULT_EXTRA_LENGTH = 50
+# Outputs are at most input length + this many tokens by default (the paper's).
+DEFAULT_EXTRA_LENGTH = PAPER_EXTRA_LENGTH
 
 
 class Hypotheses(NamedTuple):
     """What every search returns, best first along N."""
 
     ids: tf.Tensor  # (B, N, L) int32: the tokens, EOS included, then PAD
-    scores: tf.Tensor  # (B, N) float32: summed log-probabilities (beam search: / length penalty)
+    scores: tf.Tensor  # (B, N) float32: summed log-probabilities / length_penalty(length, the search's alpha)
 
 
 def length_penalty(length, alpha):
     """GNMT length penalty ((5 + length) / 6)^alpha (Wu et al., 2016)."""
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+def output_lengths(ids):
+    """(..., L) output ids -> (...) int32: the tokens, EOS included (PAD is not counted)."""
+    return tf.reduce_sum(tf.cast(tf.not_equal(ids, PAD_ID), tf.int32), axis=-1)
+
+
+def log_probs(hypotheses, alpha):
+    """(B, N) float32: the summed log-probabilities behind `hypotheses.scores`
+    of a search run at `alpha` (the scores times the length penalty)."""
+    return hypotheses.scores * length_penalty(output_lengths(hypotheses.ids), alpha)
+
+
+def _normalized(hypotheses, alpha):
+    """`hypotheses` whose scores are summed log-probabilities -> the same with
+    scores divided by the length penalty at `alpha`, as beam search's."""
+    return Hypotheses(hypotheses.ids, hypotheses.scores / length_penalty(output_lengths(hypotheses.ids), alpha))
 
 
 def source_lengths(source_ids):
@@ -374,28 +396,32 @@ def check_beam_settings(beam_size, n_best, alpha):
 
 
 def greedy_search_graph(model, source_ids, max_length=None, use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH,
-                        no_repeat_ngram_size=0, repetition_penalty=1.0):
+                        no_repeat_ngram_size=0, repetition_penalty=1.0, alpha=PAPER_ALPHA):
     """`greedy_search` without its own tf.function, to call inside another one."""
     guard = make_guard(no_repeat_ngram_size, repetition_penalty)
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
     tokens_to_logits, cache = make_step(_as_models(model), source_ids, loop_length, 1, use_cache)
-    return sequential_decode(tokens_to_logits, cache, limits, loop_length, arg_max, guard=guard)
+    return _normalized(sequential_decode(tokens_to_logits, cache, limits, loop_length, arg_max, guard=guard),
+                       float(alpha))
 
 
 def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0, max_length=None,
                         use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH, no_repeat_ngram_size=0,
-                        repetition_penalty=1.0):
+                        repetition_penalty=1.0, alpha=PAPER_ALPHA):
     """`sample_search` without its own tf.function, to call inside another one."""
     check_sampling(top_k, top_p, temperature)
     guard = make_guard(no_repeat_ngram_size, repetition_penalty)
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
     tokens_to_logits, cache = make_step(_as_models(model), source_ids, loop_length, 1, use_cache)
     choose = sampler(seed, int(top_k), float(top_p), float(temperature))
-    return sequential_decode(tokens_to_logits, cache, limits, loop_length, choose, drop_finished=False, guard=guard)
+    hypotheses = sequential_decode(tokens_to_logits, cache, limits, loop_length, choose, drop_finished=False,
+                                   guard=guard)
+    return _normalized(hypotheses, float(alpha))
 
 
-def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None, use_cache=True, n_best=1,
-                      extra_length=DEFAULT_EXTRA_LENGTH, no_repeat_ngram_size=0, repetition_penalty=1.0):
+def beam_search_graph(model, source_ids, beam_size=PAPER_BEAM_SIZE, alpha=PAPER_ALPHA, max_length=None,
+                      use_cache=True, n_best=1, extra_length=DEFAULT_EXTRA_LENGTH, no_repeat_ngram_size=0,
+                      repetition_penalty=1.0):
     """`beam_search` without its own tf.function, to call inside another one."""
     check_beam_settings(beam_size, n_best, alpha)
     guard = make_guard(no_repeat_ngram_size, repetition_penalty)
@@ -405,12 +431,14 @@ def beam_search_graph(model, source_ids, beam_size=4, alpha=0.6, max_length=None
 
 
 def greedy_search(model, source_ids, max_length=None, use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH,
-                  no_repeat_ngram_size=0, repetition_penalty=1.0):
+                  no_repeat_ngram_size=0, repetition_penalty=1.0, alpha=PAPER_ALPHA):
     """Greedy translation of (B, S) source ids -> `Hypotheses` (B, 1, L), (B, 1).
 
     Each output has at most source length + `extra_length` tokens, EOS
     included, and at most `max_length` if given; its score is the summed
-    log-probability of its tokens. `use_cache=False` re-runs the decoder
+    log-probability of its tokens over the length penalty at `alpha`, as
+    beam search's (alpha does not change the output; 0: the summed
+    log-probability). `use_cache=False` re-runs the decoder
     over the whole prefix at every step (a reference for tests and
     benchmarks). `no_repeat_ngram_size` and `repetition_penalty` are the
     decoding guards (`decoding.guards`; off by default), here and in every
@@ -419,40 +447,45 @@ def greedy_search(model, source_ids, max_length=None, use_cache=True, extra_leng
     check_guards(no_repeat_ngram_size, repetition_penalty)
     guards = (int(no_repeat_ngram_size), float(repetition_penalty))
     fn = _compiled_search(
-        model, ("greedy", max_length, use_cache, extra_length, guards),
-        lambda models, ids: greedy_search_graph(models, ids, max_length, use_cache, extra_length, *guards),
+        model, ("greedy", max_length, use_cache, extra_length, guards, float(alpha)),
+        lambda models, ids: greedy_search_graph(models, ids, max_length, use_cache, extra_length, *guards,
+                                                alpha=alpha),
     )
     return fn(tf.convert_to_tensor(source_ids, tf.int32))
 
 
 def sample_search(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0, max_length=None,
-                  use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH, no_repeat_ngram_size=0, repetition_penalty=1.0):
+                  use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH, no_repeat_ngram_size=0, repetition_penalty=1.0,
+                  alpha=PAPER_ALPHA):
     """Random sampling of one translation per (B, S) source row -> `Hypotheses` (B, 1, L), (B, 1).
 
     top_k: sample among the k most likely tokens (0: all); top_p: among the
     smallest set of tokens whose probability reaches p; temperature: divides
     the logits (towards 0: greedy). The same seed, input and batch give the
     same output. Scores are the sampled tokens' summed log-probabilities
-    under the model itself (temperature 1, unfiltered).
+    under the model itself (temperature 1, unfiltered) over the length
+    penalty at `alpha`, as greedy search's.
     """
     check_sampling(top_k, top_p, temperature)
     check_guards(no_repeat_ngram_size, repetition_penalty)
     guards = (int(no_repeat_ngram_size), float(repetition_penalty))
     fn = _compiled_search(
         model, ("sample", int(seed), int(top_k), float(top_p), float(temperature), max_length, use_cache,
-                extra_length, guards),
+                extra_length, guards, float(alpha)),
         lambda models, ids: sample_search_graph(models, ids, seed, top_k, top_p, temperature, max_length,
-                                                use_cache, extra_length, *guards),
+                                                use_cache, extra_length, *guards, alpha=alpha),
     )
     return fn(tf.convert_to_tensor(source_ids, tf.int32))
 
 
-def beam_search(model, source_ids, beam_size=4, alpha=0.6, max_length=None, use_cache=True, n_best=1,
-                extra_length=DEFAULT_EXTRA_LENGTH, no_repeat_ngram_size=0, repetition_penalty=1.0):
+def beam_search(model, source_ids, beam_size=PAPER_BEAM_SIZE, alpha=PAPER_ALPHA, max_length=None,
+                use_cache=True, n_best=1, extra_length=DEFAULT_EXTRA_LENGTH, no_repeat_ngram_size=0,
+                repetition_penalty=1.0):
     """Beam search translation of (B, S) source ids -> `Hypotheses` (B, n_best, L), (B, n_best).
 
-    Best first. Defaults are the paper's: beam 4, alpha 0.6, length up to
-    input + 50. Runs as a tf.function, traced once per model and settings.
+    Best first. Defaults are the paper's (`config.PAPER_BEAM_SIZE`,
+    `PAPER_ALPHA`, `PAPER_EXTRA_LENGTH`). Runs as a tf.function, traced
+    once per model and settings.
     """
     check_beam_settings(beam_size, n_best, alpha)
     check_guards(no_repeat_ngram_size, repetition_penalty)

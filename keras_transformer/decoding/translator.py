@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.config import DecodingSettings
 from keras_transformer.decoding import sampling as sampling_filters
 from keras_transformer.decoding import search
 from keras_transformer.decoding.batching import in_length_order
@@ -31,14 +32,19 @@ from keras_transformer.decoding.guards import check_guards
 from keras_transformer.decoding.step import check_ensemble
 
 
+_RUN = DecodingSettings()  # a run's defaults
+
+
 class Translator(tf.Module):
     """Translates batches of sentences with a trained Transformer (or an ensemble).
 
     Args:
         model: a `Transformer`, or a list of them sharing the vocabulary (an
-            ensemble; see `step.ensemble_tokens_to_logits`).
+            ensemble; see `step.combine_log_probs`).
         tokenizer: the run's `Tokenizer` (shared vocabulary).
-        beam_size, alpha: beam search settings (paper: 4 and 0.6).
+        beam_size, alpha, max_input_length, extra_length: default to a
+            run's (`config.DecodingSettings`: the paper's beam search, and
+            inputs cut as training cut its pairs).
         max_input_length: longer inputs are truncated to this many pieces.
         extra_length: outputs have at most input length + this many pieces.
         n_best: hypotheses per sentence (at most beam_size): the N of every
@@ -49,7 +55,10 @@ class Translator(tf.Module):
         greedy: arg-max search instead of beam search (beam_size must be 1):
             it skips beam search's bookkeeping, so it is the cheap choice
             for scoring during training. Its translations equal beam 1's at
-            alpha 0; its scores are summed log-probabilities, unnormalised.
+            alpha 0.
+
+    Scores mean what beam search's do, whatever the search: the summed
+    log-probability over the length penalty at `alpha` (`search.Hypotheses`).
         no_repeat_ngram_size, repetition_penalty: the decoding guards
             (`decoding.guards`, CTranslate2's meaning), for every search;
             0 and 1.0 (the defaults) are off.
@@ -57,8 +66,9 @@ class Translator(tf.Module):
     `models` is always the list of members (one for a single model).
     """
 
-    def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, max_input_length=256,
-                 extra_length=search.DEFAULT_EXTRA_LENGTH, n_best=1, sampling=None, greedy=False,
+    def __init__(self, model, tokenizer, beam_size=_RUN.beam_size, alpha=_RUN.alpha,
+                 max_input_length=_RUN.max_input_length, extra_length=_RUN.extra_length, n_best=1, sampling=None,
+                 greedy=False,
                  no_repeat_ngram_size=0, repetition_penalty=1.0, name="translator"):
         super().__init__(name=name)
         search.check_beam_settings(beam_size, n_best, alpha)
@@ -108,9 +118,9 @@ class Translator(tf.Module):
         if self.sampling is not None:
             return search.sample_search_graph(
                 self._model, source_ids, self.sampling["seed"], self.sampling["top_k"], self.sampling["top_p"],
-                self.sampling["temperature"], **common)
+                self.sampling["temperature"], alpha=self.alpha, **common)
         if self.greedy:
-            return search.greedy_search_graph(self._model, source_ids, **common)
+            return search.greedy_search_graph(self._model, source_ids, alpha=self.alpha, **common)
         return search.beam_search_graph(self._model, source_ids, self.beam_size, self.alpha, n_best=self.n_best,
                                         **common)
 
@@ -127,6 +137,11 @@ class Translator(tf.Module):
     def translate(self, sentences, batch_size=64, progress=True):
         """Translates a Python list of str -> `Translations`."""
         return translate_in_batches(self.compiled(), sentences, batch_size, progress)
+
+    def __call__(self, sentences):
+        """(B,) strings -> ((B, N) UTF-8 strings, (B, N) float32 scores): one
+        batch, through the traced function (`compiled`)."""
+        return self.compiled()(tf.convert_to_tensor(sentences, tf.string))
 
     def compiled(self):
         """`translate_strings` as a tf.function over (B,) tf.string, traced once."""

@@ -5,13 +5,18 @@ not used. Awkward input gets the same defined results as `Translator`: a
 blank sentence gives "" with score 0, and an input longer than
 `max_input_length` pieces (EOS included) is truncated.
 
-Two differences from our beam search, both CTranslate2's own:
-- the length penalty divides the log-probability by length^alpha, not by
-  GNMT's ((5 + length) / 6)^alpha, so the same alpha ranks hypotheses
-  differently; only with alpha = 0 do both engines rank by the plain
-  log-probability, and then they pick the same translations;
-- the output limit is set per batch (the longest input + extra_length), not
-  per sentence.
+Scores and the length penalty are ours: CTranslate2's own penalty divides
+the log-probability by length^alpha, not by GNMT's ((5 + length) / 6)^alpha,
+so the same alpha would rank hypotheses differently. This translator asks
+CTranslate2 for all its beam's finished hypotheses, ranked by the plain
+log-probability (its length_penalty 0), and picks the best under our
+penalty; the score is ours (`search.Hypotheses`). With alpha 0 both
+engines rank by the plain log-probability and pick the same translations;
+with alpha > 0 the two beams can still finish different hypotheses, so
+they agree on most sentences, not all (docs/serving.md gives the figures).
+
+The output limit is set per batch (the longest input + extra_length), not
+per sentence.
 """
 
 import os
@@ -21,6 +26,12 @@ import numpy as np
 from keras_transformer.decoding.guards import check_guards
 from keras_transformer.decoding.translator import translate_in_batches
 from keras_transformer.export.settings import VOCABULARY_FILENAME, read_settings
+
+
+def gnmt_scores(log_probs, lengths, alpha):
+    """Summed log-probabilities over GNMT's ((5 + length) / 6)^alpha, lengths
+    counting EOS: `search.length_penalty` in NumPy, for CTranslate2's hypotheses."""
+    return np.asarray(log_probs, np.float64) / ((5.0 + np.asarray(lengths, np.float64)) / 6.0) ** alpha
 
 
 def is_ctranslate2_model(path):
@@ -33,9 +44,10 @@ class CTranslate2Translator:
 
     Args:
         path: the directory `scripts/export.py --format ctranslate2` wrote.
-        beam_size, alpha: default to the run's, stored at export (4 and 0.6
-            for the paper's settings); alpha is CTranslate2's length^alpha
-            penalty (see the module docstring).
+        beam_size, alpha: default to the run's, stored at export (the
+            paper's unless it set others); alpha is our GNMT penalty's
+            exponent, applied to CTranslate2's hypotheses (see the module
+            docstring).
         compute_type: CTranslate2's compute type; "default" computes in the
             type the weights were stored in.
         threads: CPU threads for one translation (0: CTranslate2's default).
@@ -87,13 +99,17 @@ class CTranslate2Translator:
         longest = max(len(pieces[i]) for i in todo) + 1
         limit = min(longest + self.extra_length - 1, self.max_positions - 1)
         results = self.translator.translate_batch(
-            [pieces[i] for i in todo], beam_size=self.beam_size, length_penalty=self.alpha,
+            [pieces[i] for i in todo], beam_size=self.beam_size, length_penalty=0.0,
+            num_hypotheses=self.beam_size,
             max_decoding_length=limit, min_decoding_length=0, max_input_length=0, return_scores=True,
             no_repeat_ngram_size=self.no_repeat_ngram_size, repetition_penalty=self.repetition_penalty,
         )
         for i, result in zip(todo, results):
-            translations[i] = self.sentencepiece.decode_pieces(result.hypotheses[0])
-            scores[i] = result.scores[0]
+            # Ours counts the EOS, which CTranslate2 leaves out of a hypothesis; the first of equals wins.
+            ranked = gnmt_scores(result.scores, [len(h) + 1 for h in result.hypotheses], self.alpha)
+            best = int(np.argmax(ranked))
+            translations[i] = self.sentencepiece.decode_pieces(result.hypotheses[best])
+            scores[i] = ranked[best]
         return translations, scores
 
     def __call__(self, sentences):

@@ -1,6 +1,16 @@
-"""A translate function for any model folder: a training run, an exported
-SavedModel or a CTranslate2 model directory (what `scripts/translate.py
---model` and the benchmark take)."""
+"""One loader for any model folder: a training run (or an ensemble of
+runs), an exported SavedModel or a CTranslate2 model directory, which is
+what `scripts/translate.py --model` and the benchmarks take.
+
+Whatever it loads, `load_translator` returns an object with the same two
+methods and result types:
+- `translate(sentences, batch_size=64, progress=True)`: a list of str ->
+  `translator.Translations` (texts and scores, in the input's order);
+- `__call__(sentences)`: a (B,) batch of strings -> ((B, N) UTF-8 strings,
+  (B, N) float32 scores), best first, as `translator.translate_in_batches`
+  runs it.
+The scores mean one thing in all of them (`search.Hypotheses`).
+"""
 
 import os
 
@@ -10,6 +20,24 @@ from keras_transformer.decoding import restore
 from keras_transformer.decoding.translator import translate_in_batches
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator, is_ctranslate2_model
 from keras_transformer.export.settings import versions
+
+
+class SavedModelTranslator:
+    """Translates with an exported SavedModel's serving signature (its
+    settings were fixed at export)."""
+
+    def __init__(self, path):
+        self.signature = tf.saved_model.load(path).signatures["serving_default"]
+
+    def __call__(self, sentences):
+        """A 1-best export answers [B], an n-best one [B, N]: both as (B, N)."""
+        outputs = self.signature(sentences=tf.convert_to_tensor(sentences, tf.string))
+        batch = tf.shape(outputs["scores"])[0]
+        return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
+
+    def translate(self, sentences, batch_size=64, progress=True):
+        """A list of str -> `Translations`, as `Translator.translate`."""
+        return translate_in_batches(self, sentences, batch_size, progress)
 
 
 def find_saved_model(path):
@@ -22,17 +50,17 @@ def find_saved_model(path):
     return None
 
 
-def load_translate_function(path, beam_size=None, alpha=None, weights=None, threads=0, n_best=1, sampling=None,
-                            precision=None, no_repeat_ngram_size=None, repetition_penalty=None):
-    """A function (B,) tf.string -> (translations (B, N), scores (B, N)) for a
-    model directory, a SavedModel or a CTranslate2 directory (`threads`: its
-    CPU threads, 0 = its default), as `translate_in_batches` takes it.
+def load_translator(path, beam_size=None, alpha=None, weights=None, threads=0, n_best=1, sampling=None,
+                    precision=None, no_repeat_ngram_size=None, repetition_penalty=None):
+    """A translator (see the module docstring) for a model directory, a
+    SavedModel or a CTranslate2 directory (`threads`: its CPU threads, 0 =
+    its default).
 
     `path` may be a list of training directories: an ensemble. `n_best` is
-    N (1 for exports); `sampling` (a dict, see
-    `Translator`) samples instead of beam search; `precision` builds a
-    training run's model in another dtype policy than the one it trained
-    in. Ensembles, n-best, sampling and precision need training directories.
+    N (1 for exports); `sampling` (a dict, see `Translator`) samples
+    instead of beam search; `precision` builds a training run's model in
+    another dtype policy than the one it trained in. Ensembles, n-best,
+    sampling and precision need training directories.
     `no_repeat_ngram_size` and `repetition_penalty` (the decoding guards;
     None: the run's or the export's) apply to training directories and
     CTranslate2 models; a SavedModel's were fixed at export.
@@ -62,29 +90,22 @@ def load_translate_function(path, beam_size=None, alpha=None, weights=None, thre
                 f"{path!r} is an exported SavedModel: its beam size, alpha, decoding guards and weights were fixed "
                 "at export; pass a training model directory to change them."
             )
-        signature = tf.saved_model.load(saved_model).signatures["serving_default"]
-
-        def translate(sentences):  # a 1-best export answers [B], an n-best one [B, N]: both as (B, N)
-            outputs = signature(sentences=sentences)
-            batch = tf.shape(outputs["scores"])[0]
-            return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
-
-        return translate
+        return SavedModelTranslator(saved_model)
     config, models, tokenizer = restore.restore_ensemble(paths, weights, precision)
     return restore.make_translator(config.decoding, models, tokenizer, beam_size, alpha, no_repeat_ngram_size,
-                                   repetition_penalty, n_best=n_best, sampling=sampling).compiled()
+                                   repetition_penalty, n_best=n_best, sampling=sampling)
 
 
-def translate_lines(translate, sentences, batch_size=32):
+def translate_lines(translator, sentences, batch_size=32):
     """The best translation of each of a list of str, in order."""
-    return translate_in_batches(translate, sentences, batch_size).best
+    return translator.translate(sentences, batch_size).best
 
 
-def n_best_lines(translate, sentences, batch_size=32):
+def n_best_lines(translator, sentences, batch_size=32):
     """The n-best TSV lines: `index<TAB>rank<TAB>score<TAB>translation`, index
     and rank from 0, best first; one line per hypothesis, tabs, CR and LF in a
     translation replaced by spaces. Works for one hypothesis per sentence too."""
-    translations, scores = translate_in_batches(translate, sentences, batch_size)
+    translations, scores = translator.translate(sentences, batch_size)
     for index, (hypotheses, hypothesis_scores) in enumerate(zip(translations, scores)):
         for rank, (text, score) in enumerate(zip(hypotheses, hypothesis_scores)):
             clean = text.replace("\t", " ").replace("\n", " ").replace("\r", " ")

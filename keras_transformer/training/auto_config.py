@@ -80,6 +80,7 @@ References:
 import dataclasses
 import math
 
+from keras_transformer.config import BATCH_TOKENS, PAPER_WARMUP_STEPS
 from keras_transformer.modeling import presets
 from keras_transformer.training.budget import FIRST_OVERHEAD_SHARE
 
@@ -94,7 +95,7 @@ BASE_MIN_UPDATES = 10_000
 POST_NORM_MIN_UPDATES = BASE_MIN_UPDATES
 # Dropout's cost per update, measured on the small preset (modeling/presets.py).
 DROPOUT_SLOWDOWN = 1.12
-BATCH_TOKENS = 4096
+# Batches hold config.BATCH_TOKENS tokens a side (the paper's scaled to a CPU), or:
 # Half as many when BATCH_TOKENS would buy fewer than SHORT_RUN_UPDATES updates
 # of the small preset: early in training the gradient's noise is small next to
 # the gradient, so a smaller batch learns about as much per update from half
@@ -109,7 +110,7 @@ VALIDATION_SENTENCES = 200
 # The warm-up a preset's climb follows (see `rate_scale`): the one that
 # trained the small preset on real data (see above) for tiny and small, the
 # paper's for base and big.
-REFERENCE_WARMUP = {"tiny": 800, "small": 800, "base": 4000, "big": 4000}
+REFERENCE_WARMUP = {"tiny": 800, "small": 800, "base": PAPER_WARMUP_STEPS, "big": PAPER_WARMUP_STEPS}
 # With pre-norm blocks: twice as steep for tiny and small (measured on small,
 # above); base and big keep the paper's, for want of a measurement.
 PRE_NORM_REFERENCE_WARMUP = {"tiny": 400, "small": 400}
@@ -217,7 +218,7 @@ def reference_warmup(preset, norm_first=False):
     not, follows (`PRE_NORM_REFERENCE_WARMUP`, `REFERENCE_WARMUP`)."""
     if norm_first and preset in PRE_NORM_REFERENCE_WARMUP:
         return PRE_NORM_REFERENCE_WARMUP[preset]
-    return REFERENCE_WARMUP.get(preset, 4000)
+    return REFERENCE_WARMUP.get(preset, PAPER_WARMUP_STEPS)
 
 
 def rate_scale(preset, warmup, norm_first=False):

@@ -38,6 +38,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_transformer.config import PAPER_WARMUP_STEPS
+
 
 # A plan aims at this many checkpoint intervals: a learning curve of that
 # many points, with each validation pass a small share of the budget.
@@ -80,7 +82,7 @@ class Plan:
     export_seconds: float = 0.0
 
 
-def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=4000,
+def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=PAPER_WARMUP_STEPS,
          test_sentences=0, export_seconds=0.0):
     """The `Plan` for the budget left, the export's seconds set aside. ValueError
     if it does not reach the first checkpoint."""

@@ -5,6 +5,8 @@ set-up of section 5.3 (`make_optimizer`)."""
 import keras
 from keras import ops
 
+from keras_transformer.config import PAPER_WARMUP_STEPS
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -17,7 +19,7 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
     Args:
         d_model: int. Model width (512 for base, 1024 for big).
-        warmup_steps: int. 4000 in the paper.
+        warmup_steps: int. 4000 in the paper (`config.PAPER_WARMUP_STEPS`, the default).
         scale: float. Multiplies the whole schedule (1.0 in the paper).
 
     Example:
@@ -25,7 +27,7 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     >>> optimizer = keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
     """
 
-    def __init__(self, d_model, warmup_steps=4000, scale=1.0):
+    def __init__(self, d_model, warmup_steps=PAPER_WARMUP_STEPS, scale=1.0):
         if int(d_model) < 1 or int(warmup_steps) < 1:
             raise ValueError(
                 f"d_model and warmup_steps must be positive; got d_model={d_model}, "

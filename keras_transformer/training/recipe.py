@@ -163,11 +163,11 @@ def start_run(config, fixed=(), started=None):
 def train(config, verbose="auto", fixed=(), started=None):
     """Runs (or resumes) the training part of the run: `start_run`, then
     `trainer.train` with each section. Returns (config as recorded, model,
-    tokenizer, strategy, history)."""
+    tokenizer, strategy)."""
     config, strategy, run_dir, started = start_run(config, fixed, started)
-    model, tokenizer, history = trainer.train(config.data, config.model, config.training, config.bleu_validation,
-                                              config.decoding, run_dir, strategy, verbose, budget_start=started)
-    return config, model, tokenizer, strategy, history
+    model, tokenizer = trainer.train(config.data, config.model, config.training, config.bleu_validation,
+                                     config.decoding, run_dir, strategy, verbose, budget_start=started)
+    return config, model, tokenizer, strategy
 
 
 def first_cooldown_interval(training, run_dir):
@@ -195,7 +195,7 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     which a time budget counts. With a time budget, what each part after
     training took goes to the budget record (`budget.record_part`)."""
     started = time.monotonic() if started is None else started
-    config, model, tokenizer, strategy, _ = train(config, fixed=fixed, started=started)
+    config, model, tokenizer, strategy = train(config, fixed=fixed, started=started)
     is_chief, _ = distribution.worker_role(strategy)
     result = {"train_seconds": time.monotonic() - started}
     if not is_chief:

@@ -77,7 +77,10 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
           budget_start=None):
     """Runs (or resumes) training in `run_dir` (this worker's `RunDir`, which
     already records the run: `recipe.start_run`) under `strategy`. Returns
-    (model, tokenizer, history).
+    (model, tokenizer), the model with its trained weights (the last
+    checkpoint's when there was nothing left to train). The learning curve is in the run
+    folder (TensorBoard logs; validation scores in its validation record,
+    `plots.history.read_curve`), not returned.
 
     With `training.time_budget`, the run follows the plan in the run
     folder's budget record (`budget.Plan`, made by the recipe) and stops
@@ -120,11 +123,11 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
     if bleu_validation.stopped_early(run_dir, validation.early_stopping):
         print(f"The run in {run_dir.path!r} already stopped early; nothing to train.", flush=True)
         model.load_weights(run_dir.checkpoints()[-1])
-        return model, tokenizer, None
+        return model, tokenizer
     if plan is not None and run_dir.read_budget().get("stopped") and run_dir.checkpoints():
         print(f"The run in {run_dir.path!r} has spent its time budget; nothing to train.", flush=True)
         model.load_weights(run_dir.checkpoints()[-1])
-        return model, tokenizer, None
+        return model, tokenizer
     callbacks = make_callbacks(run_dir, data, training, validation, decoding, accuracy, model, tokenizer)
     timer = None
     if plan is not None:  # after BackupAndRestore, which restores a resumed run's update count
@@ -133,7 +136,7 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
                                   batches_per_update=training.grad_accum, process_start=budget_start,
                                   validation=scorer)
         callbacks.append(timer)
-    history = model.fit(
+    model.fit(
         train_batches,
         epochs=training.steps // training.interval,
         steps_per_epoch=training.interval * training.grad_accum,
@@ -143,4 +146,4 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
     )
     if timer is not None:
         print(timer.summary(), flush=True)
-    return model, tokenizer, history
+    return model, tokenizer

@@ -191,11 +191,36 @@ def test_top_k_never_leaves_the_top_k_and_top_p_keeps_the_nucleus():
 
 def test_low_temperature_sampling_is_greedy(model):
     greedy = best_ids(decoding.greedy_search(model, SOURCE))
-    ids, scores = best(decoding.sample_search(model, SOURCE, seed=5, temperature=1e-4))
+    ids, scores = best(decoding.sample_search(model, SOURCE, seed=5, temperature=1e-4, alpha=0.0))
     np.testing.assert_array_equal(ids, greedy)
     # Scores are the model's own log-probabilities of the chosen tokens: beam 1, alpha 0's.
     _, beam_scores = best(decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0))
     np.testing.assert_allclose(scores, beam_scores, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+def test_scores_mean_one_thing_in_every_search(model, alpha):
+    """Greedy search, beam 1 and sampling near temperature 0: each one's
+    scores are the teacher-forced log-probability of its own output over the
+    length penalty at alpha (score.py's "normalized" column), and `log_probs`
+    gives back the summed log-probability (its "log_prob" column)."""
+    from keras_transformer.decoding import scoring
+
+    searches = {"greedy": decoding.greedy_search(model, SOURCE, alpha=alpha),
+                "beam 1": decoding.beam_search(model, SOURCE, beam_size=1, alpha=alpha),
+                "sample": decoding.sample_search(model, SOURCE, seed=5, temperature=1e-4, alpha=alpha)}
+    for name, hypotheses in searches.items():
+        ids, scores = best(hypotheses)
+        targets = np.where(ids == EOS_ID, PAD_ID, ids)  # pieces without EOS, as score_ids takes them
+        expected = scoring.score_ids(model, SOURCE, targets, alpha)
+        np.testing.assert_allclose(scores, expected["normalized"], rtol=1e-4, atol=1e-4, err_msg=name)
+        np.testing.assert_allclose(np.asarray(search.log_probs(hypotheses, alpha))[:, 0], expected["log_prob"],
+                                   rtol=1e-4, atol=1e-4, err_msg=name)
+    np.testing.assert_array_equal(best_ids(searches["sample"]), best_ids(searches["greedy"]))
+    np.testing.assert_allclose(best(searches["sample"])[1], best(searches["greedy"])[1], rtol=1e-5)
+    if alpha == 0.0:  # beam 1 keeps greedy's path when nothing rewards length
+        np.testing.assert_array_equal(best_ids(searches["beam 1"]), best_ids(searches["greedy"]))
+        np.testing.assert_allclose(best(searches["beam 1"])[1], best(searches["greedy"])[1], rtol=1e-5)
 
 
 def test_sampling_is_seeded_and_respects_the_length_limits(model):
@@ -270,7 +295,7 @@ def test_ensemble_members_must_share_the_vocabulary(model):
 
 def test_greedy_scores_are_the_beam_one_scores_without_length_penalty(model):
     beam_ids, beam_scores = decoding.beam_search(model, SOURCE, beam_size=1, alpha=0.0)
-    ids, scores = tf.function(lambda s: decoding.greedy_search_graph(model, s))(tf.constant(SOURCE))
+    ids, scores = tf.function(lambda s: decoding.greedy_search_graph(model, s, alpha=0.0))(tf.constant(SOURCE))
     np.testing.assert_array_equal(ids, beam_ids)
     np.testing.assert_allclose(scores, beam_scores, atol=1e-4)
 

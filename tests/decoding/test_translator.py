@@ -10,7 +10,7 @@ SENTENCES = ["It is half past seven.", "", "three hundred twenty-one", "  ", "on
 def test_greedy_translates_as_beam_one_without_length_penalty(tiny_run_dir):
     config, model, tokenizer = restore.restore(tiny_run_dir)
     beam = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, alpha=0.0)
-    greedy = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, greedy=True)
+    greedy = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, alpha=0.0, greedy=True)
     expected, expected_scores = beam.translate(SENTENCES, batch_size=2, progress=False)
     got, scores = greedy.translate(SENTENCES, batch_size=2, progress=False)
     assert got == expected and got[1] == got[3] == [""]  # blank input, blank output, as everywhere

@@ -110,7 +110,7 @@ def test_bad_requests_are_refused_with_the_reason(trained_run, tmp_path, capsys,
                                                 "--input", os.devnull], capsys)
     assert code == 1 and "its weights were fixed at export" in err
     with pytest.raises(ValueError, match="beam_size must be at least 1; got 0"):
-        loading.load_translate_function(output, beam_size=0)
+        loading.load_translator(output, beam_size=0)
 
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # as if the extra were not installed
     code, _, err = run_entry_point(cli.translate_main, ["--model", output, "--input", os.devnull], capsys)
