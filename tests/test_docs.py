@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 from keras_transformer import cli
+from keras_transformer.cli.reference import reference_main
 from keras_transformer.config import RunConfig
 from keras_transformer.decoding import restore
 from keras_transformer.export import saved_model
@@ -38,16 +39,20 @@ from tests.conftest import ROOT, load_config, weights_by_name, write_tsv
 README = os.path.join(ROOT, "README.md")
 DOCS = os.path.join(ROOT, "docs")
 # The task pages of docs/, each starting with the command a user types.
-DOC_PAGES = ["training.md", "translating.md", "serving.md", "benchmarks.md", "architecture.md"]
+DOC_PAGES = ["training.md", "translating.md", "serving.md", "benchmarks.md", "architecture.md", "gpu.md",
+             "limits.md", "reference.md"]
 PAGES = [README] + [os.path.join(DOCS, name) for name in DOC_PAGES]
 DOCS_PYTHON = os.path.join(ROOT, "tests", "helpers", "docs_python.py")
 MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": cli.evaluate_main,
          "export": cli.export_main, "average_checkpoints": cli.average_main,
          "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main, "score": cli.score_main,
-         "mix_backtranslation": cli.mix_backtranslation_main, "plot_history": cli.plot_history_main}
+         "mix_backtranslation": cli.mix_backtranslation_main, "plot_history": cli.plot_history_main,
+         "make_reference": reference_main}
 
 # What runs each command (matched by regular expression) and block of the pages.
 COMMANDS_RUN_BY = {
+    r"^python3 -m venv \.venv && \. \.venv/bin/activate$": "test_virtual_environment_command",
+    r"^python scripts/make_reference\.py > docs/reference\.md$": "test_reference_command",
     r"^pip install -e \. && python scripts/train\.py$": "tests/training/test_recipe.py",
     r'^pip install -e "\.\[test\]" && python -m pytest$': ".ci/run",
     r"^python scripts/train\.py --dataset corpus\.tsv --inspect-data$": "test_inspect_data_command",
@@ -87,9 +92,11 @@ COMMANDS_RUN_BY = {
 # Commands no test runs, because they need what CI cannot have; each page showing one says so
 # ("Not run by the tests: <reason>").
 COMMANDS_NOT_RUN = {
+    r'^pip install -e \. "tensorflow\[and-cuda\]==2\.21\.\*"$': "it installs CUDA, and CI has no GPU",
     r"^python -m venv eole-venv && eole-venv/bin/pip install torch==2\.13\.0 ": "it installs torch",
 }
 BLOCKS_RUN_BY = {
+    "loading.load_translator(": "test_load_translator_block",
     "kt.Transformer.from_preset": "test_python_api_blocks",
     "decoding.greedy_search": "test_python_api_blocks",
     'tfds.load("numerals_en_de"': "test_builtin_corpus_block",
@@ -208,8 +215,63 @@ def test_every_docs_command_and_block_is_run():
         assert languages <= {"bash", "python", ""}, (page, languages)
     for owner in list(COMMANDS_RUN_BY.values()) + list(BLOCKS_RUN_BY.values()):
         assert owner in globals() or os.path.exists(os.path.join(ROOT, owner)), owner
-    ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read()
-    assert "test-command" in ci  # .ci/run runs the README's test command line
+
+
+def test_reference_command(tmp_path):
+    """docs/reference.md is what its command writes today: every flag of every
+    script, none that no longer exists (a flag added, removed or reworded
+    without running the command fails here)."""
+    checkout = make_checkout(tmp_path)
+    (checkout / "docs").mkdir()
+    bash(checkout, docs_command(r"^python scripts/make_reference\.py "))
+    written = (checkout / "docs" / "reference.md").read_text(encoding="utf-8")
+    assert written == page_text(os.path.join(DOCS, "reference.md"))
+    for name, main in MAINS.items():
+        if name == "make_reference":
+            continue
+        assert f"\n## {name}.py\n" in written
+        for flag in re.findall(r"^  (--[\w-]+)", capture_help(main), re.M):
+            assert f"`{flag}" in written, (name, flag)
+
+
+def capture_help(main):
+    """What `main(["--help"])` prints."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(["--help"])
+    return out.getvalue()
+
+
+def test_virtual_environment_command(tmp_path):
+    """The README's first line makes a virtual environment in the clone and
+    activates it: `python` and `pip` are then the environment's."""
+    command = docs_command(r"^python3 -m venv ")
+    result = subprocess.run(["bash", "-c", f"{command} && python -c 'import sys; print(sys.prefix)' && pip --version"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    prefix, pip = result.stdout.splitlines()
+    assert prefix == str(tmp_path / ".venv") and f"{tmp_path / '.venv'}" in pip
+
+
+def test_ci_runs_the_readmes_test_command_word_for_word(tmp_path):
+    """.ci/run, beside a README whose test command is a harmless stand-in,
+    runs that line and nothing else; without the marker it fails, saying so."""
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(os.path.join(ROOT, ".ci", "run"), tmp_path / ".ci" / "run")
+    readme = page_text(README)
+    command = docs_command(r'^pip install -e "\.\[test\]" && python -m pytest$')
+    assert readme.count(command) == 1
+    stand_in = "echo the test command ran && pwd"
+    (tmp_path / "README.md").write_text(readme.replace(command, stand_in), encoding="utf-8")
+    result = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"+ {stand_in}", "the test command ran", str(tmp_path)]
+    (tmp_path / "README.md").write_text(readme.replace("<!-- test-command -->", ""), encoding="utf-8")
+    result = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "no test command found after <!-- test-command -->" in result.stderr
 
 
 def github_anchor(heading):
@@ -296,6 +358,20 @@ def test_translate_commands(trained_checkout, translator):
     (trained_checkout / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     bash(trained_checkout, from_file)
     assert (trained_checkout / "translations.txt").read_text(encoding="utf-8") == "\n".join(expected[1:]) + "\n"
+
+
+def test_load_translator_block(trained_checkout, translator, monkeypatch, capsys):
+    """The block, in a checkout after the main job: the run's translations and scores."""
+    monkeypatch.chdir(trained_checkout)
+    namespace = {}
+    exec(docs_block("loading.load_translator("), namespace)  # noqa: S102
+    sentences = ["It is half past seven.", "on the third of May"]
+    expected = translator.translate(sentences, progress=False)
+    result = namespace["result"]
+    assert result.best == expected.best and result.scores.shape == (2, 1)
+    np.testing.assert_allclose(result.scores, expected.scores, rtol=1e-5)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == str(expected.best)
 
 
 def test_plot_attention_command(trained_checkout):
@@ -592,34 +668,20 @@ def test_multi_worker_command(tmp_path):
 
 
 @pytest.mark.slow
-def test_python_api_blocks(tmp_path, small_corpus, tokenizer_path, monkeypatch):
-    """The two Python API blocks, run in order in one namespace. The first
-    needs batches to fit on (two of the shape it documents); the second reads
-    mock WMT14 pairs and a vocabulary file in the working directory."""
+def test_python_api_blocks(tmp_path, tokenizer_path, monkeypatch):
+    """The two Python API blocks, run in order in one namespace: the README's
+    as it stands (it builds its own pairs), then the training page's, which
+    reads mock WMT14 pairs and a vocabulary file in the working directory."""
     import tensorflow as tf
     import tensorflow_datasets as tfds
 
-    from keras_transformer.data import pipeline
-    from keras_transformer.data.tokenizer import BOS_ID, EOS_ID, Tokenizer
+    from keras_transformer.data.tokenizer import BOS_ID, EOS_ID
 
-    train, _ = small_corpus
-    batches = pipeline.make_batches(tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*train[:24])))),
-                                    Tokenizer(tokenizer_path), batch_tokens=256, max_length=32, training=False)
-    batches = list(batches.take(2).as_numpy_iterator())
-    (source_ids, target_input_ids), _ = batches[0]
-
-    def as_dataset(items):
-        return tf.data.Dataset.from_generator(
-            lambda: iter(items), output_signature=((tf.TensorSpec([None, None], tf.int32),) * 2,
-                                                   tf.TensorSpec([None, None], tf.int32)),
-        ).apply(tf.data.experimental.assert_cardinality(len(items)))
-
-    namespace = {"source_ids": source_ids, "target_input_ids": target_input_ids,
-                 "train_ds": as_dataset(batches), "val_ds": as_dataset(batches[:1])}
+    namespace = {}
     exec(docs_block("kt.Transformer.from_preset"), namespace)  # noqa: S102
-    logits, model = namespace["logits"], namespace["model"]
-    assert logits.shape == (*target_input_ids.shape, 37000) and logits.dtype == "float32"
-    assert int(model.optimizer.iterations) == 2
+    logits, model, source_ids = namespace["logits"], namespace["model"], namespace["source_ids"]
+    assert logits.shape == (8, 10, 37000) and logits.dtype == "float32"
+    assert int(model.optimizer.iterations) == 2  # 8 pairs in batches of 4
     assert np.isfinite(model.history.history["val_loss"][0])
 
     shutil.copyfile(tokenizer_path, tmp_path / "sentencepiece.model")
@@ -702,9 +764,13 @@ def test_real_data_commands(tmp_path, small_corpus):
     model_dir = re.search(r"--model-dir (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
     scale = TINY_SCALE + ["--vocab-size", "500", "--checkpoint-every", "2", "--bleu-sentences", "5",
                           "--max-output-extra", "5", "--time-budget", "1.5", "--model-dir", model_dir]
-    out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"train.py": scale})).stdout
+    # The probe says 0.4 s an update, as on a CPU: a short run, whatever machine runs this test.
+    out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"train.py": scale}), KT_TEST_PROBE_SECONDS="0.4").stdout
     assert "recipe:\n" in out and "Time budget: 1.5 minutes; planned " in out
+    assert re.search(rf"^Run folder: {re.escape(model_dir)}$", out, re.M)
     assert re.search(r"^  norm_first True: the budget buys about [\d,]+ updates", out, re.M)  # a short run
+    planned = json.loads((checkout / model_dir / "budget.json").read_text(encoding="utf-8"))["plan"]
+    assert 0.4 / 1.12 - 1e-6 <= planned["seconds_per_update"] <= 0.4 * 1.12 + 1e-6  # the probe's, dropout's cost in
     assert json.loads((checkout / model_dir / "run_config.json").read_text(encoding="utf-8"))["norm_first"] is True
     # 300 training lines: validation draws 7 (2.5%), the explicit test set leaves training as it is.
     assert "Training data: 293 pairs from libreoffice.train.tsv; skipped lines: none; " \

@@ -80,7 +80,7 @@ References:
 import dataclasses
 import math
 
-from keras_transformer.config import BATCH_TOKENS, PAPER_WARMUP_STEPS
+from keras_transformer.config import BATCH_TOKENS, PAPER_BATCH_TOKENS, PAPER_WARMUP_STEPS
 from keras_transformer.modeling import presets
 from keras_transformer.training.budget import FIRST_OVERHEAD_SHARE
 
@@ -190,7 +190,7 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
         seconds = probe(preset, vocab, batch_tokens, length)
         updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
     else:
-        pick("batch_tokens", BATCH_TOKENS, "the paper's 25,000 per side, scaled to this machine")
+        pick("batch_tokens", BATCH_TOKENS, f"the paper's {PAPER_BATCH_TOKENS:,} per side, scaled to this machine")
     if updates < POST_NORM_MIN_UPDATES and preset in PRE_NORM_REFERENCE_WARMUP:
         pick("norm_first", True, f"the budget buys about {updates:,.0f} updates (fewer than "
              f"{POST_NORM_MIN_UPDATES:,}): pre-norm blocks take a steeper warm-up and learn faster")

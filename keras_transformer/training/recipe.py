@@ -148,6 +148,7 @@ def start_run(config, fixed=(), started=None):
     strategy = distribution.make_strategy(config.training.strategy)
     print(f"Strategy: {config.strategy}, {strategy.num_replicas_in_sync} replica(s) in sync", flush=True)
     run_dir = distribution.worker_run_dir(RunDir(config.model_dir), strategy)
+    print(f"Run folder: {config.model_dir}", flush=True)
     if config.init_from:
         fine_tuning.check_compatible(config.init_from, config.model_dir,
                                      {name: getattr(config, name) for name in INHERITED_BY_INIT_FROM})

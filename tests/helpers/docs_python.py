@@ -11,7 +11,10 @@ what the test machine lacks, chosen by environment variables:
   `--strategy mirrored` has N replicas as it would on N GPUs;
 - KT_TEST_SCALE='{"train.py": ["--preset", "tiny", ...]}': flags appended to
   that script's command. argparse keeps a repeated flag's last value, so these
-  scale a paper-sized run down and leave every other flag as written.
+  scale a paper-sized run down and leave every other flag as written;
+- KT_TEST_PROBE_SECONDS=S: a time budget's probe says S seconds an update
+  (`budget.probe_seconds_per_update`), so the recipe a test checks is the
+  one a machine of that speed gets, whatever machine runs the test.
 """
 
 import contextlib
@@ -37,6 +40,11 @@ def main():
         import tensorflow_datasets as tfds
 
         mock = tfds.testing.mock_data(num_examples=int(os.environ["KT_TEST_MOCK_TFDS"]))
+    if os.environ.get("KT_TEST_PROBE_SECONDS"):
+        from keras_transformer.training import budget
+
+        seconds = float(os.environ["KT_TEST_PROBE_SECONDS"])
+        budget.probe_seconds_per_update = lambda model, batch, **timing: seconds
     sys.argv = argv
     with mock:
         runpy.run_path(argv[0], run_name="__main__")

@@ -1,0 +1,11 @@
+"""See docs/reference.md; the logic lives in keras_transformer.cli.reference.reference_main."""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quiet TensorFlow start-up logs
+
+from keras_transformer.cli.reference import reference_main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(reference_main())
