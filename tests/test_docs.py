@@ -895,6 +895,7 @@ def test_serving_benchmark_command(trained_checkout):
                       r"ms/sentence   batch 2: +(\d+\.\d\d) sentences/s$", out, re.M)
     figures = {name: (float(single), float(batched)) for name, single, batched in rows}
     assert list(figures) == ["SavedModel", "Translator", "CTranslate2 float32", "CTranslate2 int8"]
+    assert re.search(r"^  CTranslate2 float32 reranked batch 1: ", out, re.M)
     assert "4 sentences of its test split" in out
     for name in ("SavedModel", "Translator"):
         latency, throughput = map(float, re.search(

@@ -111,8 +111,11 @@ def time_engines(found, sentences, batch_size=32, rounds=2):
 def engines(model_dir, directory, threads=2):
     """({name: translate(list of str) -> list of UTF-8 bytes}, the run's
     config) for the run in `model_dir`, exported into `directory`, each
-    engine loaded as `loading.load_translator` loads it. CTranslate2 engines
-    are absent without the extra."""
+    engine loaded as `loading.load_translator` loads it. CTranslate2 runs as
+    its users run it, with its own length penalty ("CTranslate2 float32",
+    "... int8": the ratios' reference), and reranked under ours as
+    `translate.py` runs it ("CTranslate2 float32 reranked"). CTranslate2
+    engines are absent without the extra."""
     translator = loading.load_translator(model_dir)  # in process: a `Translator`
     exported = {"SavedModel": saved_model.export_translator(translator, os.path.join(directory, "saved_model"))}
     if ctranslate2_installed():
@@ -120,7 +123,11 @@ def engines(model_dir, directory, threads=2):
             exported[f"CTranslate2 {quantization}"] = export_translator_ctranslate2(
                 translator, os.path.join(directory, quantization), quantization)
     loaded = {"SavedModel": loading.load_translator(exported.pop("SavedModel")), "Translator": translator,
-              **{name: loading.load_translator(path, threads=threads) for name, path in exported.items()}}
+              **{name: loading.load_translator(path, threads=threads, ranking="ctranslate2")
+                 for name, path in exported.items()}}
+    if exported:
+        loaded["CTranslate2 float32 reranked"] = loading.load_translator(exported["CTranslate2 float32"],
+                                                                         threads=threads)
     found = {name: lambda batch, engine=engine: [row[0] for row in np.asarray(engine(batch)[0])]
              for name, engine in loaded.items()}
     return found, RunDir(model_dir).load_config()

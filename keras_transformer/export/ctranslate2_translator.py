@@ -14,6 +14,10 @@ penalty; the score is ours (`search.Hypotheses`). With alpha 0 both
 engines rank by the plain log-probability and pick the same translations;
 with alpha > 0 the two beams can still finish different hypotheses, so
 they agree on most sentences, not all (docs/serving.md gives the figures).
+`ranking="ctranslate2"` keeps CTranslate2's own ranking (one hypothesis,
+its fastest: what the serving benchmark times) and still returns our
+score of the hypothesis it picked (CTranslate2's score is the
+log-probability over (length + 1)^alpha, EOS counted).
 
 The output limit is set per batch (the longest input + extra_length), not
 per sentence.
@@ -26,6 +30,10 @@ import numpy as np
 from keras_transformer.decoding.guards import check_guards
 from keras_transformer.decoding.translator import translate_in_batches
 from keras_transformer.export.settings import VOCABULARY_FILENAME, read_settings
+
+
+# How a CTranslate2 model's hypotheses are ranked (`CTranslate2Translator`).
+RANKINGS = ("ours", "ctranslate2")
 
 
 def gnmt_scores(log_probs, lengths, alpha):
@@ -55,10 +63,12 @@ class CTranslate2Translator:
         no_repeat_ngram_size, repetition_penalty: the decoding guards,
             CTranslate2's own options (default: those stored at export; off
             for exports that stored none).
+        ranking: "ours" (our length penalty picks among CTranslate2's
+            finished hypotheses) or "ctranslate2" (its own length^alpha).
     """
 
     def __init__(self, path, beam_size=None, alpha=None, compute_type="default", threads=0, device="cpu",
-                 no_repeat_ngram_size=None, repetition_penalty=None):
+                 no_repeat_ngram_size=None, repetition_penalty=None, ranking="ours"):
         try:
             import ctranslate2  # noqa: PLC0415  (optional extra)
         except ImportError:
@@ -66,6 +76,9 @@ class CTranslate2Translator:
                              'package: pip install -e ".[ctranslate2]".') from None
         import sentencepiece as spm  # noqa: PLC0415
 
+        if ranking not in RANKINGS:
+            raise ValueError(f"Unknown ranking {ranking!r}; expected one of {list(RANKINGS)}.")
+        self.ranking = ranking
         if not is_ctranslate2_model(path):
             raise FileNotFoundError(f"{path!r} is not a CTranslate2 model directory (no model.bin/config.json).")
         settings = read_settings(path)
@@ -98,16 +111,19 @@ class CTranslate2Translator:
         # Ours: at most input length (EOS included) + extra pieces, EOS included.
         longest = max(len(pieces[i]) for i in todo) + 1
         limit = min(longest + self.extra_length - 1, self.max_positions - 1)
+        own = self.ranking == "ctranslate2"
         results = self.translator.translate_batch(
-            [pieces[i] for i in todo], beam_size=self.beam_size, length_penalty=0.0,
-            num_hypotheses=self.beam_size,
+            [pieces[i] for i in todo], beam_size=self.beam_size, length_penalty=self.alpha if own else 0.0,
+            num_hypotheses=1 if own else self.beam_size,
             max_decoding_length=limit, min_decoding_length=0, max_input_length=0, return_scores=True,
             no_repeat_ngram_size=self.no_repeat_ngram_size, repetition_penalty=self.repetition_penalty,
         )
         for i, result in zip(todo, results):
             # Ours counts the EOS, which CTranslate2 leaves out of a hypothesis; the first of equals wins.
-            ranked = gnmt_scores(result.scores, [len(h) + 1 for h in result.hypotheses], self.alpha)
-            best = int(np.argmax(ranked))
+            lengths = np.array([len(h) + 1 for h in result.hypotheses], np.float64)
+            log_probs = np.asarray(result.scores, np.float64) * (lengths ** self.alpha if own else 1.0)
+            ranked = gnmt_scores(log_probs, lengths, self.alpha)
+            best = 0 if own else int(np.argmax(ranked))
             translations[i] = self.sentencepiece.decode_pieces(result.hypotheses[best])
             scores[i] = ranked[best]
         return translations, scores

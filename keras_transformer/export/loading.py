@@ -51,7 +51,7 @@ def find_saved_model(path):
 
 
 def load_translator(path, beam_size=None, alpha=None, weights=None, threads=0, n_best=1, sampling=None,
-                    precision=None, no_repeat_ngram_size=None, repetition_penalty=None):
+                    precision=None, no_repeat_ngram_size=None, repetition_penalty=None, ranking="ours"):
     """A translator (see the module docstring) for a model directory, a
     SavedModel or a CTranslate2 directory (`threads`: its CPU threads, 0 =
     its default).
@@ -63,7 +63,8 @@ def load_translator(path, beam_size=None, alpha=None, weights=None, threads=0, n
     sampling and precision need training directories.
     `no_repeat_ngram_size` and `repetition_penalty` (the decoding guards;
     None: the run's or the export's) apply to training directories and
-    CTranslate2 models; a SavedModel's were fixed at export.
+    CTranslate2 models; a SavedModel's were fixed at export. `ranking`
+    applies to CTranslate2 models (`CTranslate2Translator`).
     """
     paths = [path] if isinstance(path, str) else list(path)
     for one in paths:
@@ -82,7 +83,9 @@ def load_translator(path, beam_size=None, alpha=None, weights=None, threads=0, n
                              "--weights applies to training model directories.")
         return CTranslate2Translator(path, beam_size, alpha, threads=threads,
                                      no_repeat_ngram_size=no_repeat_ngram_size,
-                                     repetition_penalty=repetition_penalty)
+                                     repetition_penalty=repetition_penalty, ranking=ranking)
+    if ranking != "ours":
+        raise ValueError(f"{path!r} is not a CTranslate2 model: ranking={ranking!r} applies to CTranslate2 only.")
     saved_model = find_saved_model(path)
     if saved_model is not None:
         if any(value is not None for value in (beam_size, alpha, weights, no_repeat_ngram_size, repetition_penalty)):

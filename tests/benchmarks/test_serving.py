@@ -9,7 +9,7 @@ def test_every_engine_is_timed_on_the_same_sentences_and_the_ratios_follow(train
     corpus = write_tsv(tmp_path / "test.tsv", test[:6])
     lines = []
     figures = serving.serving_figures(trained_tiny_run, corpus, limit=5, batch_size=2, rounds=1, report=lines.append)
-    engines = ("SavedModel", "Translator", "CTranslate2 float32", "CTranslate2 int8")
+    engines = ("SavedModel", "Translator", "CTranslate2 float32", "CTranslate2 int8", "CTranslate2 float32 reranked")
     assert all(figures[name]["batch1_ms"] > 0 and figures[name]["batched_per_s"] > 0 for name in engines)
     reference = figures["CTranslate2 float32"]
     for name in ("SavedModel", "Translator"):
@@ -20,6 +20,7 @@ def test_every_engine_is_timed_on_the_same_sentences_and_the_ratios_follow(train
     # The SavedModel and Translator run one search: same translations. This run ends its sentences on EOS
     # well before the length limit, so CTranslate2 float32 agrees too.
     assert figures["Translator = SavedModel"] == figures["CTranslate2 float32 = SavedModel"] == 5
+    assert figures["CTranslate2 float32 reranked = SavedModel"] == 5
     assert "  Translator translates 5/5 sentences as the SavedModel does" in lines
     assert len(lines) == 1 + len(engines) + (len(engines) - 1) + 2
 

@@ -34,6 +34,8 @@ def test_every_kind_of_model_folder_gives_the_same_methods_result_types_and_scor
     alpha 0.6: the run's)."""
     loaded = {kind: loading.load_translator(path, threads=1) if kind == "ctranslate2" else
               loading.load_translator(path) for kind, path in folders.items()}
+    # CTranslate2's own ranking picks by its length^alpha, and still reports our score of what it picked.
+    loaded["ctranslate2 ranking"] = loading.load_translator(folders["ctranslate2"], threads=1, ranking="ctranslate2")
     reference = loaded["run"].translate(sentences, batch_size=16, progress=False)
     for kind, translator in loaded.items():
         result = translator.translate(sentences, batch_size=16, progress=False)
@@ -43,10 +45,10 @@ def test_every_kind_of_model_folder_gives_the_same_methods_result_types_and_scor
         assert np.asarray(texts).shape == (3, 1) and np.asarray(scores).shape == (3, 1), kind
         assert [t.decode("utf-8") for t in np.asarray(texts)[:, 0]] == result.best[:3], kind
         same = [i for i, (a, b) in enumerate(zip(result.best, reference.best)) if a == b]
-        if kind != "ctranslate2":  # the same graph: the same translations
+        if not kind.startswith("ctranslate2"):  # the same graph: the same translations
             assert len(same) == len(sentences), kind
         else:  # another engine's beam: it may finish other hypotheses (see the module's docstring)
-            assert len(same) >= 0.9 * len(sentences)
+            assert len(same) >= 0.8 * len(sentences), kind
         np.testing.assert_allclose(result.scores[same], reference.scores[same], rtol=1e-4, atol=1e-4,
                                    err_msg=kind)
 
@@ -64,6 +66,10 @@ def test_ctranslate2_hypotheses_are_ranked_by_our_penalty():
 
 
 def test_a_savedmodel_refuses_settings_fixed_at_export(folders):
+    with pytest.raises(ValueError, match="ranking='ctranslate2' applies to CTranslate2 only"):
+        loading.load_translator(folders["saved_model"], ranking="ctranslate2")
+    with pytest.raises(ValueError, match="Unknown ranking 'gnmt'; expected one of"):
+        loading.load_translator(folders["ctranslate2"], ranking="gnmt")
     with pytest.raises(ValueError, match="fixed at export"):
         loading.load_translator(folders["saved_model"], alpha=0.0)
     with pytest.raises(ValueError, match="ensembles, --n-best and sampling need training model directories"):
