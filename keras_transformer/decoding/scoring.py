@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from keras_transformer.config import PAPER_ALPHA
 from keras_transformer.decoding.batching import in_length_order
-from keras_transformer.decoding.search import length_penalty
+from keras_transformer.decoding.search import length_penalty, lengths
 from keras_transformer.decoding.step import check_ensemble, combine_log_probs
 from keras_transformer.modeling.special_ids import BOS_ID, EOS_ID, PAD_ID
 
@@ -30,15 +30,15 @@ def token_log_probs(model, source_ids, target_ids):
     models = check_ensemble(model if isinstance(model, (list, tuple)) else [model])
     target_ids = tf.convert_to_tensor(target_ids, tf.int32)
     batch = tf.shape(target_ids)[0]
-    lengths = tf.reduce_sum(tf.cast(target_ids != PAD_ID, tf.int32), axis=1)  # (B,)
+    pieces = lengths(target_ids)  # (B,)
     padded = tf.concat([target_ids, tf.fill([batch, 1], PAD_ID)], axis=1)  # (B, T+1)
     positions = tf.range(tf.shape(padded)[1])[None, :]  # (1, T+1)
-    target_out = tf.where(positions == lengths[:, None], EOS_ID, padded)  # pieces + EOS
+    target_out = tf.where(positions == pieces[:, None], EOS_ID, padded)  # pieces + EOS
     target_in = tf.concat([tf.fill([batch, 1], BOS_ID), target_ids], axis=1)  # BOS + pieces
     log_probs = tf.stack([tf.nn.log_softmax(m((source_ids, target_in), training=False)) for m in models])
     combined = combine_log_probs(log_probs) if len(models) > 1 else log_probs[0]  # (B, T+1, V)
     picked = tf.gather(combined, target_out, batch_dims=2)  # (B, T+1)
-    return tf.where(positions <= lengths[:, None], picked, 0.0)
+    return tf.where(positions <= pieces[:, None], picked, 0.0)
 
 
 def score_ids(model, source_ids, target_ids, alpha=PAPER_ALPHA):
@@ -50,7 +50,7 @@ def score_ids(model, source_ids, target_ids, alpha=PAPER_ALPHA):
     - "normalized": log_prob / ((5 + tokens) / 6)^alpha, beam search's score.
     """
     per_token = token_log_probs(model, source_ids, target_ids)
-    tokens = tf.reduce_sum(tf.cast(tf.not_equal(tf.convert_to_tensor(target_ids), PAD_ID), tf.int32), axis=1) + 1
+    tokens = lengths(tf.convert_to_tensor(target_ids)) + 1  # EOS included
     log_prob = tf.reduce_sum(per_token, axis=1)
     return {
         "log_prob": log_prob.numpy(),

@@ -54,26 +54,22 @@ def length_penalty(length, alpha):
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
 
 
-def output_lengths(ids):
-    """(..., L) output ids -> (...) int32: the tokens, EOS included (PAD is not counted)."""
+def lengths(ids):
+    """(..., L) ids -> (...) int32: the non-PAD ids of each row (a source's
+    pieces and EOS; an output's tokens, EOS included)."""
     return tf.reduce_sum(tf.cast(tf.not_equal(ids, PAD_ID), tf.int32), axis=-1)
 
 
 def log_probs(hypotheses, alpha):
     """(B, N) float32: the summed log-probabilities behind `hypotheses.scores`
     of a search run at `alpha` (the scores times the length penalty)."""
-    return hypotheses.scores * length_penalty(output_lengths(hypotheses.ids), alpha)
+    return hypotheses.scores * length_penalty(lengths(hypotheses.ids), alpha)
 
 
 def _normalized(hypotheses, alpha):
     """`hypotheses` whose scores are summed log-probabilities -> the same with
     scores divided by the length penalty at `alpha`, as beam search's."""
-    return Hypotheses(hypotheses.ids, hypotheses.scores / length_penalty(output_lengths(hypotheses.ids), alpha))
-
-
-def source_lengths(source_ids):
-    """Number of non-padding ids per source row. (B, S) -> (B,) int32."""
-    return tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.int32), axis=1)
+    return Hypotheses(hypotheses.ids, hypotheses.scores / length_penalty(lengths(hypotheses.ids), alpha))
 
 
 def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
@@ -82,7 +78,7 @@ def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
     Each sentence may produce at most source length + `extra` tokens (EOS
     included); `max_length`, if given, caps every limit.
     """
-    limits = source_lengths(source_ids) + extra
+    limits = lengths(source_ids) + extra
     if max_length is not None:
         limits = tf.minimum(limits, int(max_length))
     # max(..., 1): an empty batch still gives valid (if unused) shapes.

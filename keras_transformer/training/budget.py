@@ -280,14 +280,13 @@ class TimeBudget(keras.callbacks.Callback):
         return {"choice": beam * self.choice_candidates, "test": test, "export": self.plan.export_seconds}
 
     def left_for_training(self):
-        """Seconds left for updates: the budget less the time spent, the
-        validation that ends the interval in progress, and the parts after
-        training (`after_training`)."""
-        validation = self.record["validation_seconds"]
+        """Seconds left for updates: training's planned share of the budget
+        (`planned_parts`: the budget less the parts after training) less the
+        time spent and the validation that ends the interval in progress.
+        Records the parts' plan as it stands."""
         self.record["parts"] = self.planned_parts()
-        if validation is None:  # not measured yet: the plan's guess
-            return self.budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) - self.plan.export_seconds - self.spent()
-        return self.budget_seconds - self.spent() - validation - sum(self.after_training().values())
+        return (self.record["parts"]["training"]["planned"] - self.spent()
+                - (self.record["validation_seconds"] or 0.0))
 
     def planned_parts(self):
         """{part: {"planned": seconds}} for every part in PARTS. Before a
