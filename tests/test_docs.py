@@ -84,6 +84,7 @@ COMMANDS_RUN_BY = {
     r"^tail -n 2000 ": "test_real_data_commands",
     r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ": "test_real_data_commands",
     r"^awk .* > short\.(train|test)\.tsv$": "test_real_data_commands",
+    r"^python -c \"import random; .* > sample\.train\.tsv$": "test_sample_command",
     r"^python scripts/plot_history\.py ": "test_real_data_commands",
     r"^python scripts/export\.py --model-dir runs/numerals_en_de-small --beam-size ": "test_export_command",
     r"^ls keras_transformer/$": "test_the_layout_section_names_every_module_and_folder",
@@ -97,8 +98,8 @@ COMMANDS_NOT_RUN = {
 }
 BLOCKS_RUN_BY = {
     "loading.load_translator(": "test_load_translator_block",
-    "kt.Transformer.from_preset": "test_python_api_blocks",
-    "decoding.greedy_search": "test_python_api_blocks",
+    "kt.Transformer.from_preset": "test_python_api_block",
+    "decoding.greedy_search": "test_fine_tuning_block",
     'tfds.load("numerals_en_de"': "test_builtin_corpus_block",
     "PredictionServiceStub": "test_serving_commands",
     "tf.saved_model.load(": "tests/training/test_recipe.py",
@@ -668,37 +669,57 @@ def test_multi_worker_command(tmp_path):
 
 
 @pytest.mark.slow
-def test_python_api_blocks(tmp_path, tokenizer_path, monkeypatch):
-    """The two Python API blocks, run in order in one namespace: the README's
-    as it stands (it builds its own pairs), then the training page's, which
-    reads mock WMT14 pairs and a vocabulary file in the working directory."""
-    import tensorflow as tf
-    import tensorflow_datasets as tfds
-
-    from keras_transformer.data.tokenizer import BOS_ID, EOS_ID
-
+def test_python_api_block():
+    """The README's block, as it stands (it builds its own pairs): logits of
+    the vocabulary's size, two updates, a finite validation loss."""
     namespace = {}
     exec(docs_block("kt.Transformer.from_preset"), namespace)  # noqa: S102
-    logits, model, source_ids = namespace["logits"], namespace["model"], namespace["source_ids"]
+    logits, model = namespace["logits"], namespace["model"]
     assert logits.shape == (8, 10, 37000) and logits.dtype == "float32"
     assert int(model.optimizer.iterations) == 2  # 8 pairs in batches of 4
     assert np.isfinite(model.history.history["val_loss"][0])
 
-    shutil.copyfile(tokenizer_path, tmp_path / "sentencepiece.model")
-    monkeypatch.chdir(tmp_path)
-    with tfds.testing.mock_data(num_examples=16):
-        exec(docs_block("decoding.greedy_search"), namespace)  # noqa: S102
-    (batch_source, batch_target_in), batch_target_out = next(iter(namespace["train_ds"]))
-    assert batch_source.dtype == batch_target_in.dtype == batch_target_out.dtype == tf.int32
+
+def test_fine_tuning_block(trained_checkout, monkeypatch, capsys):
+    """The training page's block, in a checkout after the main job: the run
+    restored, 40 updates on the block's own pairs lower their loss below the
+    run's, its batches are shifted by one, the translator prints what the
+    block's beam search finds, and the weights it saves reload to the same model."""
+    import tensorflow as tf
+
+    import keras_transformer as kt
+    from keras_transformer.data.tokenizer import BOS_ID, EOS_ID
+    from keras_transformer.decoding import restore
+
+    monkeypatch.chdir(trained_checkout)
+    namespace = {}
+    exec(docs_block("decoding.greedy_search"), namespace)  # noqa: S102
+    model, tokenizer = namespace["model"], namespace["tokenizer"]
+    assert int(model.optimizer.iterations) == 40
+    (source, target_in), target_out = next(iter(namespace["batches"]))
+    assert source.dtype == target_in.dtype == target_out.dtype == tf.int32
     # The decoder input is BOS + target and the output target + EOS: shifted by one.
-    assert np.all(np.asarray(batch_target_in[:, 0]) == BOS_ID)
-    shifted = np.asarray(batch_target_out[:, :-1])
-    np.testing.assert_array_equal(np.where(shifted == EOS_ID, 0, shifted), batch_target_in[:, 1:])
-    rows, source_length = source_ids.shape
+    assert np.all(np.asarray(target_in[:, 0]) == BOS_ID)
+    shifted = np.asarray(target_out[:, :-1])
+    np.testing.assert_array_equal(np.where(shifted == EOS_ID, 0, shifted), target_in[:, 1:])
+
+    loss = kt.LabelSmoothedCrossEntropy(label_smoothing=0.1)
+    _, before, _ = restore.restore(str(trained_checkout / "runs" / "numerals_en_de-small"))
+    tuned_loss = float(loss(target_out, model((source, target_in), training=False)))
+    run_loss = float(loss(target_out, before((source, target_in), training=False)))
+    assert tuned_loss < 0.8 * run_loss, (tuned_loss, run_loss)
+
     ids, scores = namespace["ids"], namespace["scores"]  # the beam search's (it reassigns `ids`)
-    # Every search answers N hypotheses per sentence; the default beam search N = 1.
-    assert ids.shape[:2] == (rows, 1) and ids.shape[2] <= source_length + 50 and ids.dtype == tf.int32
-    assert scores.shape == (rows, 1) and np.all(np.asarray(scores) <= 0)
+    source_length = namespace["source_ids"].shape[1]
+    assert ids.shape[:2] == (1, 1) and ids.shape[2] <= source_length + 50 and ids.dtype == tf.int32
+    assert scores.shape == (1, 1) and np.all(np.asarray(scores) <= 0)
+    beam_text = tokenizer.detokenize(ids[:, 0]).numpy()[0].decode("utf-8")
+    assert capsys.readouterr().out.splitlines()[-1] == str([beam_text])  # the run's decoding: beam 4, alpha 0.6
+
+    _, reloaded, _ = restore.restore(str(trained_checkout / "runs" / "numerals_en_de-small"),
+                                     weights=str(trained_checkout / "fine_tuned.weights.h5"))
+    np.testing.assert_allclose(reloaded((source, target_in), training=False),
+                               model((source, target_in), training=False), rtol=1e-5, atol=1e-5)
 
 
 def test_builtin_corpus_block(tmp_path):
@@ -791,6 +812,23 @@ def test_real_data_commands(tmp_path, small_corpus):
     assert updates and updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates == sorted(set(updates))
     assert plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sample_command(tmp_path):
+    """The training page's third corpus shape: 5,000 distinct lines of the
+    training file, in the file's order, the same on every run."""
+    checkout = make_checkout(tmp_path)
+    lines = [f"source {i}\ttarget {i} ü\n" for i in range(6000)]
+    (checkout / "libreoffice.train.tsv").write_text("".join(lines), encoding="utf-8")
+    command = docs_command(r"^python -c \"import random; ")
+    bash(checkout, command)
+    first = (checkout / "sample.train.tsv").read_text(encoding="utf-8")
+    sample = first.splitlines(keepends=True)
+    assert len(sample) == len(set(sample)) == 5000
+    positions = [lines.index(line) for line in sample]
+    assert positions == sorted(positions) and positions[-1] > 5000  # the file's order, drawn from all of it
+    bash(checkout, command)
+    assert (checkout / "sample.train.tsv").read_text(encoding="utf-8") == first
 
 
 EOLE = os.environ.get("KT_TEST_EOLE") or shutil.which("eole")

@@ -4,8 +4,9 @@ Before training, `probe_seconds_per_update` times a few updates of the
 run's model on a synthetic batch of the run's size, and `plan` turns the
 budget into updates: the run's length (`steps`, an upper bound), its
 checkpoint interval and its warm-up. During training the `TimeBudget`
-callback measures the real time per update and per validation, refines the
-number of updates the rest of the budget allows, moves the end of the
+callback measures the real time per update (the run's mean, or its latest
+updates' if slower) and per validation, refines the number of updates the
+rest of the budget allows, moves the end of the
 learning-rate schedule there (`optimization.BudgetCooldown`: the rate reaches zero
 exactly at the last update, as Li et al. found best at every budget), and
 stops training when the budget, less the model choice still to come, is
@@ -29,6 +30,7 @@ References:
     the budget).
 """
 
+import collections
 import dataclasses
 import math
 import os
@@ -64,6 +66,12 @@ BEAM_COST = 2.0
 # 10-19 s for the small preset on a 2-core AMD EPYC with AVX-512 bf16
 # (LibreOffice runs of 17 and 25 minutes).
 EXPORT_SECONDS = 20.0
+# The time left is priced at the run's mean seconds per update, or at its last
+# RECENT_UPDATES' mean when they ran slower: a machine shared with other work
+# can slow down mid-run (these 2-core VMs showed 4-11% steal time), and the
+# learning rate's end, placed at the updates the time left allows, should be
+# where training will stop, not past it.
+RECENT_UPDATES = 50
 # The parts of a budgeted command, in order (`budget.json`'s "parts").
 PARTS = ("training", "choice", "test", "export")
 
@@ -202,7 +210,8 @@ class TimeBudget(keras.callbacks.Callback):
     latest estimate, never beyond the plan's `max_updates`), made_updates,
     seconds_per_update (the mean) and validation_seconds (the longest of
     this process's validations, checkpoints and backups after its first),
-    stopped: whether the budget ended training, and parts: each part's
+    validations (each of this process's, in seconds, written when training
+    ends), stopped: whether the budget ended training, and parts: each part's
     planned seconds (training, choice, test, export; the recipe adds what
     each took, `record_part`).
     """
@@ -234,6 +243,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.batch_end = None  # when the last batch of this process ended
         self.validations = []  # seconds of this process's validations, checkpoints and backups
         self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
+        self.recent = collections.deque(maxlen=RECENT_UPDATES * self.batches_per_update)  # timed batches' seconds
         self.record["parts"] = self.planned_parts()  # even if training stops before its first validation
         if self.too_little_left():  # a resumed run whose budget is spent
             self.stop()
@@ -254,16 +264,24 @@ class TimeBudget(keras.callbacks.Callback):
         if self.total_updates is not None:
             self.total_updates.assign(float(max(1, self.record["made_updates"])))
 
+    def pace(self):
+        """Seconds per update to price the time left at: the run's mean, or its
+        last RECENT_UPDATES updates' mean when that is slower."""
+        mean = self.record["seconds_per_update"]
+        if len(self.recent) < self.recent.maxlen:
+            return mean
+        return max(mean, self.batches_per_update * sum(self.recent) / len(self.recent))
+
     def too_little_left(self):
         """Whether the time left is not worth another interval (`worth_starting`)."""
-        return not self.worth_starting(int(self.left_for_training() / self.record["seconds_per_update"]))
+        return not self.worth_starting(int(self.left_for_training() / self.pace()))
 
     def worth_starting(self, updates):
         """Whether an interval of `updates` updates is worth its validation: a
         last, shorter interval is started only when its updates take at least
         as long as the validation that ends it, and number at least MIN_INTERVAL."""
         validation = self.record["validation_seconds"] or 0.0
-        return updates >= max(MIN_INTERVAL, validation / self.record["seconds_per_update"])
+        return updates >= max(MIN_INTERVAL, validation / self.pace())
 
     def after_training(self):
         """{part: seconds} the parts after training will take: the model
@@ -305,7 +323,7 @@ class TimeBudget(keras.callbacks.Callback):
         """Updates the time left allows: the rest of the interval in progress,
         then whole intervals each ended by a validation, then a last, shorter
         one if it is worth its validation (`worth_starting`)."""
-        seconds = self.record["seconds_per_update"]
+        seconds = self.pace()
         validation = self.record["validation_seconds"] or 0.0
         left = max(0.0, self.left_for_training())  # the interval in progress's validation already out
         interval = self.plan.interval
@@ -327,13 +345,12 @@ class TimeBudget(keras.callbacks.Callback):
             self.record["validation_seconds"] = float(max(self.validations[1:] or self.validations))
         self.batch_end = None
 
-    def on_train_batch_begin(self, batch, logs=None):
-        self.batch_start = self.clock()
-
     def on_train_batch_end(self, batch, logs=None):
         now = self.clock()
         if self.batch_end is not None:  # an interval's first batch may trace: not timed
-            self.training_seconds += now - self.batch_start
+            # From the last batch's end: the update with the input pipeline and the callbacks around it.
+            self.training_seconds += now - self.batch_end
+            self.recent.append(now - self.batch_end)
             self.timed_batches += 1
             self.record["seconds_per_update"] = self.batches_per_update * self.training_seconds / self.timed_batches
         self.batch_end = now
@@ -359,6 +376,9 @@ class TimeBudget(keras.callbacks.Callback):
         self._save()
 
     def on_train_end(self, logs=None):
+        if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
+            self.validations.append(self.clock() - self.batch_end)
+        self.record["validations"] = [round(seconds, 1) for seconds in self.validations]
         parts = self.record.setdefault("parts", {})
         parts["training"] = {**parts.get("training", {}), "spent": self.spent()}
         self._save()

@@ -10,34 +10,46 @@ import pytest
 
 from keras_transformer.benchmarks import eole_peer
 from keras_transformer.config import RunConfig
+from keras_transformer.modeling import presets
 from tests.conftest import run_entry_point, write_tsv
 
 
-def test_the_eole_config_has_this_runs_size_vocabulary_batch_and_warmup_and_the_recipes_rest():
-    config = RunConfig(dataset="train.tsv", preset="small", vocab_size=8000, batch_tokens=2048, max_length=112,
+# eole's WMT17 English-German recipe (eole-nlp/eole, recipes/wmt17/wmt17_ende_spm.yaml), as its file
+# states them: what the peer takes from eole's side.
+EOLE_WMT17 = {"optim": "adamw", "learning_rate": 2, "decay_method": "noam", "adam_beta2": 0.998,
+              "dropout": [0.1], "attention_dropout": [0.1], "label_smoothing": 0.1,
+              "param_init_method": "xavier_uniform"}
+
+
+@pytest.mark.parametrize("preset", ["tiny", "small", "base"])
+def test_the_eole_config_has_this_runs_size_vocabulary_batch_and_warmup_and_the_recipes_rest(preset):
+    """Our side's settings come from the run (its preset's sizes, its batch,
+    warm-up, length cut, seed and SentencePiece model), the rest from eole's
+    recipe; on a CPU, in float32."""
+    size = presets.get_preset(preset)
+    config = RunConfig(dataset="train.tsv", preset=preset, vocab_size=8000, batch_tokens=2048, max_length=112,
                        warmup_steps=338, seed=3)
     settings = eole_peer.eole_config(config, "/r/sentencepiece.model", "/w/train.src", "/w/train.tgt",
                                      "/w/vocab.shared", "/w/model")
     assert json.loads(json.dumps(settings)) == settings  # written as JSON, which YAML reads
-    assert settings["model"] == {
-        "architecture": "transformer", "hidden_size": 256, "layers": 3, "heads": 4, "transformer_ff": 1024,
-        "share_decoder_embeddings": True, "share_embeddings": True,
-        "embeddings": {"word_vec_size": 256, "position_encoding_type": "SinusoidalInterleaved"}}
+    model = settings["model"]
+    assert (model["hidden_size"], model["layers"], model["heads"], model["transformer_ff"]) == \
+        (size.d_model, size.num_layers, size.num_heads, size.d_ff)
+    assert model["embeddings"]["word_vec_size"] == size.d_model
+    assert model["share_decoder_embeddings"] is model["share_embeddings"] is True  # tied, as ours
     training = settings["training"]
-    assert (training["batch_size"], training["batch_type"], training["warmup_steps"]) == (2048, "tokens", 338)
-    # eole's WMT17 recipe, as documented
-    assert (training["optim"], training["learning_rate"], training["decay_method"], training["adam_beta2"]) == \
-        ("adamw", 2, "noam", 0.998)
-    assert (training["dropout"], training["attention_dropout"], training["label_smoothing"]) == ([0.1], [0.1], 0.1)
+    assert (training["batch_size"], training["batch_type"], training["warmup_steps"]) == \
+        (config.batch_tokens, "tokens", config.warmup_steps)
+    assert {name: training[name] for name in EOLE_WMT17} == EOLE_WMT17
     assert (training["gpu_ranks"], training["compute_dtype"], training["save_checkpoint_steps"]) == \
         ([], "fp32", eole_peer.SAVE_EVERY)
-    sentencepiece = settings["transforms_configs"]["sentencepiece"]
-    assert sentencepiece == {"src_subword_model": "/r/sentencepiece.model",
-                             "tgt_subword_model": "/r/sentencepiece.model"}
-    assert settings["transforms_configs"]["filtertoolong"] == {"src_seq_length": 112, "tgt_seq_length": 112}
+    assert settings["transforms_configs"]["sentencepiece"] == {"src_subword_model": "/r/sentencepiece.model",
+                                                               "tgt_subword_model": "/r/sentencepiece.model"}
+    assert settings["transforms_configs"]["filtertoolong"] == {"src_seq_length": config.max_length,
+                                                               "tgt_seq_length": config.max_length}
     assert settings["src_vocab"] == settings["tgt_vocab"] == "/w/vocab.shared" and settings["share_vocab"]
     assert settings["data"] == {"corpus_1": {"path_src": "/w/train.src", "path_tgt": "/w/train.tgt"}}
-    assert settings["seed"] == 3
+    assert settings["seed"] == config.seed
     matched = eole_peer.eole_config(config, "/r/sentencepiece.model", "/w/train.src", "/w/train.tgt",
                                     "/w/vocab.shared", "/w/model", learning_rate=0.524)
     assert matched["training"] == {**training, "learning_rate": 0.524}

@@ -1,7 +1,8 @@
 """`python` as the documentation's shell commands see it in tests/test_docs.py.
 
 The test puts a `python` on PATH that runs this file with the command's own
-arguments, so each documented line runs word for word in bash. This adds only
+arguments (a script, or `-c CODE`), so each documented line runs word for
+word in bash. This adds only
 what the test machine lacks, chosen by environment variables:
 
 - KT_TEST_MOCK_TFDS=N: tfds datasets are `tfds.testing.mock_data` with N
@@ -26,8 +27,12 @@ import sys
 
 def main():
     argv = sys.argv[1:]
+    if argv[:1] == ["-c"] and len(argv) >= 2:  # `python -c CODE`, as the interpreter runs it
+        sys.argv = ["-c"] + argv[2:]
+        exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102
+        return
     if not argv or not argv[0].endswith(".py"):
-        raise SystemExit(f"docs_python runs `python SCRIPT.py ARGS...`; got {argv!r}")
+        raise SystemExit(f"docs_python runs `python SCRIPT.py ARGS...` or `python -c CODE`; got {argv!r}")
     argv += json.loads(os.environ.get("KT_TEST_SCALE", "{}")).get(os.path.basename(argv[0]), [])
     cpus = int(os.environ.get("KT_TEST_LOGICAL_CPUS", "0"))
     if cpus:

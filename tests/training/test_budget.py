@@ -338,6 +338,47 @@ def test_a_slow_last_validation_does_not_overrun_the_budget(tmp_path):
     made = simulate(callback, clock, 1.0, [40.0, 10.0, 30.0] + [10.0, 30.0] * 10, plan.interval)
     record = run_dir.read_budget()
     assert record["validation_seconds"] == 30.0
+    assert record["validations"] == ([40.0, 10.0, 30.0] + [10.0, 30.0] * 10)[:len(record["validations"])]
     choice = record["parts"]["choice"]["planned"]  # 3 x 2 x the last validation (no BleuValidation here)
     assert float(total.numpy()) == made
     assert 0.0 <= 600.0 - record["spent_seconds"] - choice < plan.interval * 1.0 + 30.0
+
+
+def test_a_machine_that_slows_down_mid_run_does_not_overrun_the_budget(tmp_path):
+    """Updates of 1 s; from update 300 on, the input pipeline keeps each
+    waiting 0.5 s more between updates (the machine is shared with other
+    work). An update's time runs from the end of the one before, waits
+    included, and the time left is priced at the latest updates' pace: 50
+    updates before the stop, the learning rate's end is already placed at
+    the last update (priced at the run's mean, it would sit past it), and
+    training ends within its share."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.Plan(seconds_per_update=1.0, updates=500, interval=100, warmup=10, max_updates=1500)
+    total = keras.Variable(float(plan.updates), trainable=False)
+    callback = budget.TimeBudget(run_dir, 600.0, plan, total, clock=clock)
+    callback.set_model(fake_model())
+    callback.on_train_begin()
+    made, ends = 0, []  # the learning rate's end after each update
+    for epoch in range(100):
+        if callback.model.stop_training:
+            break
+        callback.on_epoch_begin(epoch)
+        for batch in range(plan.interval):
+            clock.now += 0.0 if made < 300 else 0.5  # waiting for the next batch
+            callback.on_train_batch_begin(batch)
+            clock.now += 1.0
+            callback.on_train_batch_end(batch)
+            made += 1
+            ends.append(float(total.numpy()))
+            if callback.model.stop_training:
+                break
+        clock.now += 5.0  # validation, checkpoint, backup
+        callback.on_epoch_end(epoch)
+    callback.on_train_end()
+    record = run_dir.read_budget()
+    training = record["parts"]["training"]
+    assert training["spent"] <= training["planned"]  # within its share of the budget
+    assert training["planned"] - training["spent"] < budget.MIN_INTERVAL * 1.5 + 5.0  # and not far inside it
+    assert abs(ends[made - 50] - made) <= 2  # the cool-down's end, predicted 50 updates ahead
+    assert callback.pace() == pytest.approx(1.5) and record["seconds_per_update"] < 1.25
+    assert float(total.numpy()) == made
