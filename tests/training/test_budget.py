@@ -82,9 +82,12 @@ def batches(callback, clock, count, seconds):
         callback.on_train_batch_end(batch)
 
 
-def simulate(callback, clock, seconds_per_update, validation_seconds, interval, max_intervals=1000):
+def simulate(callback, clock, seconds_per_update, validation_seconds, interval, max_intervals=1000,
+             wait=lambda made: 0.0, after_update=lambda: None):
     """Drives `callback` as `fit` would, on the fake clock; returns the updates made.
-    `validation_seconds`: one figure, or one per interval."""
+    `validation_seconds`: one figure, or one per interval. `wait(made)`: seconds
+    spent before the next update's batch begins (waiting for its input);
+    `after_update()` is called after each update."""
     callback.on_train_begin()
     made = 0
     for epoch in range(max_intervals):
@@ -92,10 +95,12 @@ def simulate(callback, clock, seconds_per_update, validation_seconds, interval, 
             break
         callback.on_epoch_begin(epoch)
         for batch in range(interval):
+            clock.now += wait(made)
             callback.on_train_batch_begin(batch)
             clock.now += seconds_per_update
             callback.on_train_batch_end(batch)
             made += 1
+            after_update()
             if callback.model.stop_training:
                 break
         # validation, checkpoint, backup
@@ -357,24 +362,9 @@ def test_a_machine_that_slows_down_mid_run_does_not_overrun_the_budget(tmp_path)
     total = keras.Variable(float(plan.updates), trainable=False)
     callback = budget.TimeBudget(run_dir, 600.0, plan, total, clock=clock)
     callback.set_model(fake_model())
-    callback.on_train_begin()
-    made, ends = 0, []  # the learning rate's end after each update
-    for epoch in range(100):
-        if callback.model.stop_training:
-            break
-        callback.on_epoch_begin(epoch)
-        for batch in range(plan.interval):
-            clock.now += 0.0 if made < 300 else 0.5  # waiting for the next batch
-            callback.on_train_batch_begin(batch)
-            clock.now += 1.0
-            callback.on_train_batch_end(batch)
-            made += 1
-            ends.append(float(total.numpy()))
-            if callback.model.stop_training:
-                break
-        clock.now += 5.0  # validation, checkpoint, backup
-        callback.on_epoch_end(epoch)
-    callback.on_train_end()
+    ends = []  # the learning rate's end after each update
+    made = simulate(callback, clock, 1.0, 5.0, plan.interval, wait=lambda made: 0.0 if made < 300 else 0.5,
+                    after_update=lambda: ends.append(float(total.numpy())))
     record = run_dir.read_budget()
     training = record["parts"]["training"]
     assert training["spent"] <= training["planned"]  # within its share of the budget
