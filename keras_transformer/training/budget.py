@@ -206,12 +206,17 @@ class TimeBudget(keras.callbacks.Callback):
 
     Place it after `BackupAndRestore`, so that a resumed run's update count
     is restored when training begins. The record (`RunDir.budget_path`):
-    budget_minutes, spent_seconds, planned_updates (the plan's, then the
-    latest estimate, never beyond the plan's `max_updates`), made_updates,
+    budget_minutes, spent_seconds, expected_updates (the updates training is
+    expected to make, where the learning rate reaches zero: the plan's at
+    first, then the latest estimate from the measured speed, never beyond
+    the plan's `max_updates`; the plan itself stays as it was, under
+    "plan"), made_updates,
     seconds_per_update (the mean) and validation_seconds (the longest of
     this process's validations, checkpoints and backups after its first),
-    validations (each of this process's, in seconds, written when training
-    ends), stopped: whether the budget ended training, and parts: each part's
+    validations (each of this process's, written when training ends: its
+    seconds, and of them the validation loss pass's, "loss", and the BLEU
+    decode's, "decode"; the rest is the checkpoint and the backup), stopped:
+    whether the budget ended training, and parts: each part's
     planned seconds (training, choice, test, export; the recipe adds what
     each took, `record_part`).
     """
@@ -234,7 +239,7 @@ class TimeBudget(keras.callbacks.Callback):
         record = self.run_dir.read_budget() or {}
         self.spent_before = float(record.get("spent_seconds", 0.0))
         made = int(ops.convert_to_numpy(self.model.optimizer.iterations)) // self.batches_per_update
-        self.record = {"budget_minutes": self.budget_seconds / 60.0, "planned_updates": self.plan.updates,
+        self.record = {"budget_minutes": self.budget_seconds / 60.0, "expected_updates": self.plan.updates,
                        "made_updates": made, "stopped": False,
                        "seconds_per_update": float(record.get("seconds_per_update", self.plan.seconds_per_update)),
                        "validation_seconds": record.get("validation_seconds")}
@@ -242,6 +247,8 @@ class TimeBudget(keras.callbacks.Callback):
         self.start = self.saved if self.process_start is None else self.process_start
         self.batch_end = None  # when the last batch of this process ended
         self.validations = []  # seconds of this process's validations, checkpoints and backups
+        self.breakdowns = []  # of each: {"loss": its loss pass's seconds, "decode": its BLEU decode's}
+        self.loss_start = self.loss_seconds = None
         self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
         self.recent = collections.deque(maxlen=RECENT_UPDATES * self.batches_per_update)  # timed batches' seconds
         self.record["parts"] = self.planned_parts()  # even if training stops before its first validation
@@ -260,7 +267,7 @@ class TimeBudget(keras.callbacks.Callback):
         """Ends training here: these are all the updates, and the schedule's end is here."""
         self.model.stop_training = True
         self.record["stopped"] = True
-        self.record["planned_updates"] = self.record["made_updates"]
+        self.record["expected_updates"] = self.record["made_updates"]
         if self.total_updates is not None:
             self.total_updates.assign(float(max(1, self.record["made_updates"])))
 
@@ -335,6 +342,12 @@ class TimeBudget(keras.callbacks.Callback):
         last = int((left - whole * (interval * seconds + validation) - validation) / seconds)
         return in_progress + whole * interval + (last if self.worth_starting(last) else 0)
 
+    def on_test_begin(self, logs=None):  # fit's validation loss pass, which ends each interval
+        self.loss_start = self.clock()
+
+    def on_test_end(self, logs=None):
+        self.loss_seconds = self.clock() - self.loss_start
+
     def on_epoch_begin(self, epoch, logs=None):
         if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
             # The longest since the first (an untrained model's outputs all run to the length limit): a
@@ -361,15 +374,19 @@ class TimeBudget(keras.callbacks.Callback):
         # 0 once the time left is spent; never past the run's last update (`max_updates`), so that a
         # machine much faster than probed still ends its learning rate at zero there.
         more = min(self.estimated_updates(), self.plan.max_updates - self.record["made_updates"])
-        self.record["planned_updates"] = self.record["made_updates"] + more
+        self.record["expected_updates"] = self.record["made_updates"] + more
         if self.total_updates is not None:
-            self.total_updates.assign(float(self.record["planned_updates"]))
+            self.total_updates.assign(float(self.record["expected_updates"]))
         if not more:
             self.stop()
         if now - self.saved >= self.save_every:
             self._save()
 
     def on_epoch_end(self, epoch, logs=None):
+        # After the BLEU decode (`BleuValidation` comes first among the callbacks).
+        decode = None if self.validation is None else self.validation.decode_seconds
+        self.breakdowns.append({"loss": self.loss_seconds, "decode": decode})
+        self.loss_seconds = None
         # Too little time for another interval to be worth its validation and checkpoint: stop here.
         if self.too_little_left():
             self.stop()
@@ -378,7 +395,10 @@ class TimeBudget(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
             self.validations.append(self.clock() - self.batch_end)
-        self.record["validations"] = [round(seconds, 1) for seconds in self.validations]
+        self.record["validations"] = [
+            {"seconds": round(seconds, 1),
+             **{part: None if spent is None else round(spent, 1) for part, spent in breakdown.items()}}
+            for seconds, breakdown in zip(self.validations, self.breakdowns)]
         parts = self.record.setdefault("parts", {})
         parts["training"] = {**parts.get("training", {}), "spent": self.spent()}
         self._save()

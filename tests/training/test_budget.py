@@ -83,11 +83,12 @@ def batches(callback, clock, count, seconds):
 
 
 def simulate(callback, clock, seconds_per_update, validation_seconds, interval, max_intervals=1000,
-             wait=lambda made: 0.0, after_update=lambda: None):
+             wait=lambda made: 0.0, after_update=lambda: None, loss_seconds=0.0):
     """Drives `callback` as `fit` would, on the fake clock; returns the updates made.
-    `validation_seconds`: one figure, or one per interval. `wait(made)`: seconds
-    spent before the next update's batch begins (waiting for its input);
-    `after_update()` is called after each update."""
+    `validation_seconds`: one figure, or one per interval, of which the
+    validation loss pass (`fit`'s evaluate) takes `loss_seconds`. `wait(made)`:
+    seconds spent before the next update's batch begins (waiting for its
+    input); `after_update()` is called after each update."""
     callback.on_train_begin()
     made = 0
     for epoch in range(max_intervals):
@@ -103,8 +104,12 @@ def simulate(callback, clock, seconds_per_update, validation_seconds, interval, 
             after_update()
             if callback.model.stop_training:
                 break
-        # validation, checkpoint, backup
-        clock.now += validation_seconds[epoch] if isinstance(validation_seconds, list) else validation_seconds
+        # validation (the loss pass, then the BLEU decode), checkpoint, backup
+        callback.on_test_begin()
+        clock.now += loss_seconds
+        callback.on_test_end()
+        clock.now += (validation_seconds[epoch] if isinstance(validation_seconds, list) else validation_seconds) \
+            - loss_seconds
         callback.on_epoch_end(epoch)
     callback.on_train_end()
     return made
@@ -128,7 +133,7 @@ def test_the_run_stops_when_the_budget_less_the_model_choice_is_spent(tmp_path):
     # validation: MIN_INTERVAL updates of 2 s (more than the 12 s validation), and that validation.
     assert 600.0 - record["spent_seconds"] - choice < budget.MIN_INTERVAL * 2.0 + 12.0
     assert 600.0 - record["spent_seconds"] >= 0  # within the budget, the choice priced in
-    assert record["planned_updates"] == made  # the last estimate: no time for more
+    assert record["expected_updates"] == made  # the last estimate: no time for more
     assert float(total.numpy()) == made  # the learning rate's end is the last update
     assert record["seconds_per_update"] == pytest.approx(2.0)
     assert made < plan.updates  # slower than probed: fewer updates than planned
@@ -221,7 +226,7 @@ def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
     clock.now += 30.0
     callback.on_epoch_end(1)
     assert callback.model.stop_training and callback.record["stopped"]
-    assert callback.record["planned_updates"] == callback.record["made_updates"] == 40
+    assert callback.record["expected_updates"] == callback.record["made_updates"] == 40
 
 
 def test_the_last_interval_is_as_long_as_the_time_left_allows(tmp_path):
@@ -236,7 +241,7 @@ def test_the_last_interval_is_as_long_as_the_time_left_allows(tmp_path):
     callback.set_model(fake_model())
     made = simulate(callback, clock, 1.0, 5.0, plan.interval)
     record = run_dir.read_budget()
-    assert made == record["made_updates"] == record["planned_updates"] == 3 * 40 + 15
+    assert made == record["made_updates"] == record["expected_updates"] == 3 * 40 + 15
     assert float(total.numpy()) == made
     assert record["spent_seconds"] + record["parts"]["choice"]["planned"] == pytest.approx(185.0)
 
@@ -251,7 +256,7 @@ def test_a_last_interval_not_worth_its_validation_is_not_started(tmp_path):
     callback = budget.TimeBudget(run_dir, 3 * 70.0 + 30.0 + 180.0 + 25.0, plan, total, clock=clock)
     callback.set_model(fake_model())
     made = simulate(callback, clock, 1.0, 30.0, plan.interval)
-    assert made == run_dir.read_budget()["planned_updates"] == 3 * 40
+    assert made == run_dir.read_budget()["expected_updates"] == 3 * 40
     assert float(total.numpy()) == made
 
 
@@ -281,10 +286,32 @@ def test_a_machine_much_faster_than_probed_still_ends_its_learning_rate_at_zero(
 
 
 class FakeValidation:
-    """What `TimeBudget` reads of a `BleuValidation`: its sentences and its last decode's expected seconds."""
+    """What `TimeBudget` reads of a `BleuValidation`: its sentences, its last
+    decode's seconds and their expected figure."""
 
     def __init__(self, sentences, decode_seconds):
         self.sentences, self.expected_decode_seconds = ["a sentence"] * sentences, decode_seconds
+        self.decode_seconds = decode_seconds
+
+
+def test_each_validation_is_recorded_with_its_loss_pass_and_its_bleu_decode(tmp_path):
+    """Validations of 9 s: a loss pass of 2 s, BLEU decodes of 4 s, then 5 s
+    (a slower one), and the checkpoint and backup in the rest. The record
+    says each part of each validation, the last included."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(400.0, 0.0, 1.0)
+    validation = FakeValidation(200, 4.0)
+    callback = budget.TimeBudget(run_dir, 400.0, plan, clock=clock, validation=validation)
+    callback.set_model(fake_model())
+
+    def slower_decodes():  # from the second interval on, the BLEU decode takes 5 s
+        if callback.record["made_updates"] == plan.interval + 1:
+            validation.decode_seconds = 5.0
+    simulate(callback, clock, 1.0, 9.0, plan.interval, after_update=slower_decodes, loss_seconds=2.0)
+    validations = run_dir.read_budget()["validations"]
+    assert len(validations) >= 3
+    assert validations[0] == {"seconds": 9.0, "loss": 2.0, "decode": 4.0}
+    assert validations[1:] == [{"seconds": 9.0, "loss": 2.0, "decode": 5.0}] * (len(validations) - 1)
 
 
 def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_validation_decode(tmp_path):
@@ -343,7 +370,8 @@ def test_a_slow_last_validation_does_not_overrun_the_budget(tmp_path):
     made = simulate(callback, clock, 1.0, [40.0, 10.0, 30.0] + [10.0, 30.0] * 10, plan.interval)
     record = run_dir.read_budget()
     assert record["validation_seconds"] == 30.0
-    assert record["validations"] == ([40.0, 10.0, 30.0] + [10.0, 30.0] * 10)[:len(record["validations"])]
+    assert [v["seconds"] for v in record["validations"]] == (
+        [40.0, 10.0, 30.0] + [10.0, 30.0] * 10)[:len(record["validations"])]
     choice = record["parts"]["choice"]["planned"]  # 3 x 2 x the last validation (no BleuValidation here)
     assert float(total.numpy()) == made
     assert 0.0 <= 600.0 - record["spent_seconds"] - choice < plan.interval * 1.0 + 30.0
