@@ -43,9 +43,10 @@ per choice:
   one does (`REFERENCE_WARMUP`: 800 updates for small, the paper's 4,000 for
   base, with post-norm; `PRE_NORM_REFERENCE_WARMUP`: 400 for small with
   pre-norm), so every update of it has the rate that one has at the same update,
-  for 80% of the planned updates at most (`budget.WARMUP_SHARE`); then the
+  at most until the cool-down begins (`budget.WARMUP_SHARE`); then the
   paper's inverse square root, and a linear cool-down to zero over the last
-  20% of the updates (`budget.COOLDOWN_SHARE`; Hägele et al., 2024), at zero
+  half of the updates (`budget.COOLDOWN_SHARE`, measured on dev scores;
+  Hägele et al., 2024, cooled down over the last 20% of long runs), at zero
   exactly when the budget ends (Li et al., 2020: budgeted training). A
   short run is therefore a triangle that peaks lower than the reference.
   The reference climb is the one that trained on real data: on the

@@ -43,7 +43,7 @@ def test_a_plan_spends_the_budget_in_its_target_intervals():
     plan = budget.plan(25 * 60.0, 30.0, 1.5)
     assert plan.updates == int((1500 - 30) * (1 - budget.FIRST_OVERHEAD_SHARE) / 1.5)
     assert plan.interval == round(plan.updates / budget.TARGET_INTERVALS)
-    assert plan.warmup == round(budget.WARMUP_SHARE * plan.updates)  # 80% of the run: under 4000
+    assert plan.warmup == round(budget.WARMUP_SHARE * plan.updates)  # until the cool-down: under 4000
     assert budget.plan(25 * 60.0, 30.0, 1.5, max_warmup=400).warmup == 400
     assert plan.max_updates % plan.interval == 0 and plan.max_updates >= 3 * plan.updates
     long = budget.plan(10 * 3600.0, 0.0, 0.5)
