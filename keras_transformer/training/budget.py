@@ -219,7 +219,9 @@ class TimeBudget(keras.callbacks.Callback):
     this process's validations, checkpoints and backups after its first),
     validations (each of this process's, written when training ends: its
     seconds, and of them the validation loss pass's, "loss", and the BLEU
-    decode's, "decode"; the rest is the checkpoint and the backup), stopped:
+    decode's, "decode"; the rest is the checkpoint, the backup and what
+    Keras does before the loss pass, such as replacing the last pass's
+    validation iterator), stopped:
     whether the budget ended training, and parts: each part's
     planned seconds (training, choice, test, export; the recipe adds what
     each took, `record_part`).
