@@ -354,15 +354,22 @@ class TimeBudget(keras.callbacks.Callback):
     def on_test_end(self, logs=None):
         self.loss_seconds = self.clock() - self.loss_start
 
+    def end_validation(self):
+        """Records the validation, checkpoint and backup that ended the last
+        interval (from its last batch to now), once. Returns whether there was one."""
+        if self.batch_end is None:
+            return False
+        self.validations.append(self.clock() - self.batch_end)
+        self.batch_end = None
+        return True
+
     def on_epoch_begin(self, epoch, logs=None):
-        if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
+        if self.end_validation():
             # The longest since the first (an untrained model's outputs all run to the length limit): a
             # half-trained model's can in one validation and not the next (62 s against 10-20 s on
             # LibreOffice; a last one of about 60 s against a median of 19 s on its short pairs put a
             # 17-minute command 44 s over), and a budget's end must not be overrun.
-            self.validations.append(self.clock() - self.batch_end)
             self.record["validation_seconds"] = float(max(self.validations[1:] or self.validations))
-        self.batch_end = None
 
     def on_train_batch_end(self, batch, logs=None):
         now = self.clock()
@@ -399,8 +406,7 @@ class TimeBudget(keras.callbacks.Callback):
         self._save()
 
     def on_train_end(self, logs=None):
-        if self.batch_end is not None:  # the last interval's validation, checkpoint and backup
-            self.validations.append(self.clock() - self.batch_end)
+        self.end_validation()
         self.record["validations"] = [
             {"seconds": round(seconds, 1),
              **{part: None if spent is None else round(spent, 1) for part, spent in breakdown.items()}}
