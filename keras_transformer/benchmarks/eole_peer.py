@@ -1,4 +1,4 @@
-"""This package against eole, OpenNMT's PyTorch toolkit, at the same wall-clock budget on the same split.
+"""This package against eole, OpenNMT's PyTorch toolkit, at its best, at the same wall-clock budget on the same split.
 
 `compare(dataset, test, minutes, eole, work_dir)` runs, one after the other
 on the same machine:
@@ -7,30 +7,45 @@ on the same machine:
    with no other flag (the recipe chooses; `recipe.train_and_evaluate`),
    which trains, chooses its model and scores the test split;
 2. eole, in its own environment (the `eole` command of a virtual
-   environment holding torch; this package never imports torch), on the same
-   training pairs (the training split of the run above: its validation pairs
-   left out), with the same SentencePiece model, model size, tokens per
-   batch and warm-up (the recipe's 4,000 updates are more than a CPU budget
-   buys), and pre-norm blocks (eole's default layer style, and the
-   recipe's choice at such a budget). Its other settings are those of eole's documented WMT17
-   English-German recipe (`EOLE_RECIPE`): AdamW with beta2 0.998 and the
-   "noam" schedule at learning rate 2, dropout and attention dropout 0.1,
-   label smoothing 0.1, Xavier-uniform initialisation, shared and tied
-   embeddings. `learning_rate="match"` gives eole this run's
-   `learning_rate_scale` instead, so that its warm-up climbs as this
-   package's does. eole has no time budget: `eole build_vocab` and
-   `eole train` get the same minutes, train is stopped when they are spent,
-   and its last checkpoint (written every `SAVE_EVERY` updates) translates
-   the test split with the paper's beam search (`--beam_size` and
-   `--length_penalty wu --alpha` from `config.PAPER_BEAM_SIZE` and `PAPER_ALPHA`).
+   environment holding torch; this package never imports torch), given
+   what this package's run got:
+   - the same training pairs (the run's training split), SentencePiece
+     model, model size, length cut and warm-up; pre-norm blocks (eole's
+     default layer style, and the recipe's choice at such a budget);
+   - the same precision where eole has it: bfloat16 when this run trained in
+     mixed_bfloat16 (`compute_dtype: bf16`, torch's autocast on the CPU),
+     float32 if eole's bfloat16 fails on this machine (then said);
+   - the same target tokens per update: eole counts a batch as its pairs
+     times its longest side (`batch_type: tokens`), this package on
+     buckets, so eole's `batch_size` is scaled until its mean target tokens
+     per batch, as its own log reports them in a timed probe
+     (`probe_eole`), equal this run's (`target_tokens_per_batch`);
+   - a schedule of its own that ends decayed: eole's `cosine` schedule, a
+     linear warm-up then a cosine to zero at `train_steps`, set to the
+     updates the probe's speed buys in the budget (`plan_steps`);
+   - a learning rate chosen by a sweep: one full-budget run at each of
+     `LEARNING_RATE_SWEEP` times this run's peak rate, and its checkpoint
+     chosen on its own validation set (this run's validation pairs):
+     eole validates and saves `VALIDATIONS` times a run, and the
+     checkpoint with the lowest validation perplexity (eole's own
+     early-stopping criterion) of the lowest-perplexity run translates
+     the test split, with the paper's beam search;
+   - the rest from eole's documented WMT17 English-German recipe
+     (`EOLE_RECIPE`): AdamW with beta2 0.998, dropout and attention
+     dropout 0.1, label smoothing 0.1, Xavier-uniform initialisation,
+     shared and tied embeddings.
+   Each eole run gets the minutes this package had, its share of
+   `eole build_vocab` (run once) included; the probe is not counted.
 
 Both sides are then scored with the same sacreBLEU and chrF
-(`decoding.evaluation.score`) against the same references.
+(`decoding.evaluation.score`) against the same references; `UNEQUAL`
+lists what still differs.
 """
 
 import dataclasses
 import glob
 import json
+import math
 import os
 import re
 import signal
@@ -38,17 +53,46 @@ import subprocess
 import time
 
 from keras_transformer.config import PAPER_ALPHA, PAPER_BEAM_SIZE, RunConfig, parse_minutes
-from keras_transformer.data import sources
+from keras_transformer.data import pipeline, sources
+from keras_transformer.data.tokenizer import Tokenizer
 from keras_transformer.decoding import evaluation
 from keras_transformer.modeling import presets
+from keras_transformer.modeling.special_ids import PAD_ID
 from keras_transformer.run_dir import RunDir
+from keras_transformer.training import budget
+from keras_transformer.training.optimization import TransformerSchedule
 
 EOLE_RECIPE = "eole-nlp/eole recipes/wmt17/wmt17_ende_spm.yaml"
-# That recipe's learning rate: the factor of eole's "noam" schedule, factor * d_model^-0.5 * min(step^-0.5,
-# step * warmup^-1.5), which is the paper's schedule times 2.
-EOLE_LEARNING_RATE = 2.0
-# eole writes a checkpoint every this many updates; a stop loses at most these.
-SAVE_EVERY = 20
+# eole's peak learning rates tried, as multiples of this package's run's peak
+# (`peak_learning_rate`): half, the same and twice. The WMT17 recipe's own
+# peak (noam factor 2, warm-up 8,000, width 512) is 9.9e-4; at the small
+# preset's width and a few hundred updates of warm-up this run's is about 3e-3.
+LEARNING_RATE_SWEEP = (0.5, 1.0, 2.0)
+# eole validates (perplexity on the validation pairs) and saves a checkpoint
+# this many times a run, as this package's budget aims to.
+VALIDATIONS = budget.TARGET_INTERVALS
+# Seconds of eole training timed to measure its speed and its batches (not
+# counted in its budget); it logs every PROBE_REPORT_EVERY updates.
+PROBE_SECONDS = 150.0
+PROBE_REPORT_EVERY = 5
+# Of the time a run has after its start-up, the share planned for updates:
+# the rest covers its validations and checkpoints (eole has no time budget
+# of its own, and a run stopped short of `train_steps` ends undecayed).
+STEPS_SHARE = 0.93
+# A ratio over a peer BLEU below this compares noise (said where printed).
+MEANINGFUL_BLEU = 5.0
+# What the comparison still does not make equal (printed with the scores).
+UNEQUAL = (
+    "eole's learning rate is the best of three full-budget runs, chosen on its validation set; this package "
+    "trains once",
+    "eole's speed probe is not counted in its budget",
+    "eole chooses its checkpoint by validation perplexity, this package among its last checkpoint and "
+    "averages by validation BLEU",
+    "eole's schedule is a cosine to zero, this package's the paper's inverse square root with a linear "
+    "cool-down to zero",
+    "eole's AdamW has beta2 0.998 (its recipe), this package's Adam 0.98 (the paper)",
+    "eole's dropout is its recipe's 0.1, this package's the recipe's choice for the corpus",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,39 +105,145 @@ class PeerResult:
     train_seconds: float
 
 
-def eole_config(config, spm_model, train_src, train_tgt, vocab_path, model_path, learning_rate=EOLE_LEARNING_RATE):
-    """eole's training config (a dict; JSON is YAML) for the run `config` of this
-    package: its preset's size, vocabulary model, batch tokens, length cut and
-    warm-up; the rest from `EOLE_RECIPE`."""
+@dataclasses.dataclass(frozen=True)
+class EoleProbe:
+    """What a timed run of eole measured: seconds per update in its steady
+    state, seconds before its first update, and its mean target tokens per
+    batch at `batch_size`, in `compute_dtype`."""
+
+    compute_dtype: str
+    batch_size: int
+    seconds_per_update: float
+    startup_seconds: float
+    target_tokens: float
+
+
+def peak_learning_rate(config):
+    """The highest learning rate of this package's run `config`: its schedule at the end of its warm-up."""
+    schedule = TransformerSchedule(presets.get_preset(config.preset).d_model, config.warmup_steps,
+                                   config.learning_rate_scale)
+    return float(schedule(config.warmup_steps))
+
+
+def eole_config(config, spm_model, paths, *, learning_rate, train_steps, batch_size, compute_dtype,
+                valid_steps, report_every=10):
+    """eole's training config (a dict; JSON is YAML) for the run `config` of
+    this package: its preset's size, vocabulary model, length cut, warm-up
+    and seed; eole's `batch_size`, peak `learning_rate` (cosine schedule to
+    zero at `train_steps`), `compute_dtype` and `valid_steps` (a checkpoint
+    at each validation); the rest from `EOLE_RECIPE`. `paths`: {"train_src",
+    "train_tgt", "valid_src", "valid_tgt", "vocab", "model"}, absolute."""
     size = presets.get_preset(config.preset)
     return {
-        "save_data": os.path.join(os.path.dirname(model_path), "samples"),
+        "save_data": os.path.join(os.path.dirname(paths["model"]), "samples"),
         "overwrite": True,
         "seed": config.seed,
-        "report_every": 10,
-        "src_vocab": vocab_path, "tgt_vocab": vocab_path, "share_vocab": True,
+        "report_every": report_every,
+        "src_vocab": paths["vocab"], "tgt_vocab": paths["vocab"], "share_vocab": True,
         "src_vocab_size": config.vocab_size, "tgt_vocab_size": config.vocab_size, "vocab_size_multiple": 8,
-        "data": {"corpus_1": {"path_src": train_src, "path_tgt": train_tgt}},
+        "data": {"corpus_1": {"path_src": paths["train_src"], "path_tgt": paths["train_tgt"]},
+                 "valid": {"path_src": paths["valid_src"], "path_tgt": paths["valid_tgt"]}},
         "transforms": ["sentencepiece", "filtertoolong"],
         "transforms_configs": {
             "sentencepiece": {"src_subword_model": spm_model, "tgt_subword_model": spm_model},
             "filtertoolong": {"src_seq_length": config.max_length, "tgt_seq_length": config.max_length}},
         "training": {
-            "model_path": model_path, "keep_checkpoint": 2, "save_checkpoint_steps": SAVE_EVERY,
-            "train_steps": 1_000_000,  # the budget stops it
+            "model_path": paths["model"], "keep_checkpoint": -1, "save_checkpoint_steps": valid_steps,
+            "valid_steps": valid_steps, "train_steps": int(train_steps),
             "world_size": 1, "gpu_ranks": [], "num_workers": 0,
-            "batch_type": "tokens", "batch_size": config.batch_tokens, "batch_size_multiple": 8,
-            "accum_count": [1], "accum_steps": [0], "compute_dtype": "fp32",
-            "optim": "adamw", "learning_rate": learning_rate, "warmup_steps": config.warmup_steps,
-            "decay_method": "noam", "adam_beta2": 0.998, "dropout_steps": [0], "dropout": [0.1],
-            "attention_dropout": [0.1], "max_grad_norm": 0, "label_smoothing": 0.1, "param_init_method": "xavier_uniform",
-            "normalization": "tokens"},
+            "batch_type": "tokens", "batch_size": int(batch_size), "batch_size_multiple": 8,
+            "accum_count": [1], "accum_steps": [0], "compute_dtype": compute_dtype,
+            "optim": "adamw", "learning_rate": float(learning_rate), "warmup_steps": config.warmup_steps,
+            "decay_method": "cosine", "adam_beta2": 0.998, "dropout_steps": [0], "dropout": [0.1],
+            "attention_dropout": [0.1], "max_grad_norm": 0, "label_smoothing": 0.1,
+            "param_init_method": "xavier_uniform", "normalization": "tokens"},
         "model": {
             "architecture": "transformer", "hidden_size": size.d_model, "layers": size.num_layers,
             "heads": size.num_heads, "transformer_ff": size.d_ff,
             "share_decoder_embeddings": True, "share_embeddings": True,
             "embeddings": {"word_vec_size": size.d_model, "position_encoding_type": "SinusoidalInterleaved"}},
     }
+
+
+_STEP = re.compile(r"Step (\d+)(?:/\s*\d+)?;.*?bsz:\s*([\d.]+)/\s*([\d.]+)/\s*([\d.]+);.*?([\d.]+) sec;")
+_PERPLEXITY = re.compile(r"Validation perplexity: ([\d.eE+-]+|inf|nan)")
+
+
+def step_reports(log):
+    """[(update, target tokens per batch, seconds since training began)] from eole's log text."""
+    return [(int(m.group(1)), float(m.group(3)), float(m.group(5))) for m in _STEP.finditer(log)]
+
+
+def validation_perplexities(log, valid_steps):
+    """{update: validation perplexity} from eole's log text: eole validates at
+    every multiple of `valid_steps`, in order."""
+    return {valid_steps * (i + 1): float(m.group(1)) for i, m in enumerate(_PERPLEXITY.finditer(log))}
+
+
+def probe_from_log(log, compute_dtype, batch_size, probe_seconds):
+    """The `EoleProbe` of a probe run's log, which ran `probe_seconds` in all.
+    The speed is that of the updates after the first report (before it, eole
+    reads and tokenizes its corpus); the start-up is the rest of the time:
+    the probe's seconds less its updates at that speed, and half a report's
+    updates (the time since the last report, on average). ValueError if the
+    log holds fewer than three reports."""
+    reports = step_reports(log)
+    if len(reports) < 3:
+        raise ValueError(f"eole made {reports[-1][0] if reports else 0} updates in its {probe_seconds:.0f}-second "
+                         f"probe; too few to time it.")
+    (first, _, first_seconds), (last, _, last_seconds) = reports[0], reports[-1]
+    seconds = (last_seconds - first_seconds) / (last - first)
+    startup = max(0.0, probe_seconds - seconds * (last + PROBE_REPORT_EVERY / 2.0))
+    tokens = sum(r[1] for r in reports) / len(reports)
+    return EoleProbe(compute_dtype, int(batch_size), seconds, startup, tokens)
+
+
+def matched_batch_size(probe, target_tokens, multiple=8):
+    """eole's `batch_size` whose batches hold `target_tokens` target tokens on
+    average, from the probe's (a batch's tokens grow in proportion to it)."""
+    size = probe.batch_size * target_tokens / probe.target_tokens
+    return max(multiple, int(round(size / multiple)) * multiple)
+
+
+def plan_steps(probe, batch_size, seconds):
+    """eole's `train_steps` for a run of `seconds` at `batch_size`: its updates
+    cost the probe's time scaled by the batch, after its start-up, in
+    STEPS_SHARE of the time (the rest for its validations)."""
+    per_update = probe.seconds_per_update * batch_size / probe.batch_size
+    steps = int(STEPS_SHARE * (seconds - probe.startup_seconds) / per_update)
+    if steps < VALIDATIONS:
+        raise ValueError(f"eole would make {max(steps, 0)} updates in {seconds / 60.0:.1f} minutes at "
+                         f"{per_update:.2f} s each; a longer --time-budget is needed.")
+    return steps
+
+
+def chosen_checkpoint(model_path, perplexities):
+    """(folder, updates, perplexity) of the checkpoint in `model_path` with
+    the lowest validation perplexity; the last checkpoint (perplexity None)
+    if none of the validated ones was saved. ValueError if there is none."""
+    saved = checkpoints(model_path)
+    scored = [(perplexities[updates], updates) for updates in saved if updates in perplexities]
+    if scored:
+        perplexity, updates = min(scored)
+        return saved[updates], updates, perplexity
+    if not saved:
+        raise ValueError(f"eole wrote no checkpoint in {model_path!r} in the budget; see its train.log beside it.")
+    updates = max(saved)
+    return saved[updates], updates, None
+
+
+def target_tokens_per_batch(config):
+    """Mean target tokens (padding left out) per batch of this package's run
+    `config`: one pass over its training split in its bucketed batches."""
+    tokenizer = Tokenizer(RunDir(config.model_dir).vocabulary_path)
+    pairs, _ = sources.load_split(config.data, "train")
+    batches = pipeline.make_batches(pairs, tokenizer, config.batch_tokens, config.max_length, training=False,
+                                    drop_remainder=True)
+    tokens = count = 0
+    for _, target_out in batches.as_numpy_iterator():
+        tokens += int((target_out != PAD_ID).sum())
+        count += 1
+    return tokens / max(count, 1)
 
 
 def write_lines(path, lines):
@@ -132,15 +282,11 @@ def run_until(command, deadline, log_path, clock=time.monotonic, report=None, ev
         return process.returncode, True
 
 
-def last_checkpoint(model_path):
-    """(folder, updates) of the last `step_N` checkpoint eole wrote in `model_path`; ValueError if none."""
-    steps = [(int(m.group(1)), path) for path in glob.glob(os.path.join(model_path, "step_*"))
-             if (m := re.fullmatch(r"step_(\d+)", os.path.basename(path)))
-             and os.path.exists(os.path.join(path, "config.json"))]
-    if not steps:
-        raise ValueError(f"eole wrote no checkpoint in {model_path!r} in the budget; see its train.log beside it.")
-    updates, path = max(steps)
-    return path, updates
+def checkpoints(model_path):
+    """{updates: folder} of the complete `step_N` checkpoints eole wrote in `model_path`."""
+    return {int(m.group(1)): path for path in glob.glob(os.path.join(model_path, "step_*"))
+            if (m := re.fullmatch(r"step_(\d+)", os.path.basename(path)))
+            and os.path.exists(os.path.join(path, "config.json"))}
 
 
 def ours(dataset, test, minutes, model_dir):
@@ -156,74 +302,166 @@ def ours(dataset, test, minutes, model_dir):
         run_dir.load_config()
 
 
-def eole_side(config, eole, minutes, work_dir, learning_rate=EOLE_LEARNING_RATE):
-    """eole's side, on the training split and vocabulary of this package's run `config`."""
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def probe_eole(eole, settings, config_path, log, compute_dtype):
+    """Times PROBE_SECONDS of `eole train` on `settings` (no validation, no
+    checkpoint) in `compute_dtype`: its `EoleProbe`. ValueError, naming the
+    log, if eole trained too little to time."""
+    settings = json.loads(json.dumps(settings))
+    settings["training"].update(compute_dtype=compute_dtype, train_steps=1_000_000, valid_steps=1_000_000,
+                                save_checkpoint_steps=0)
+    settings["report_every"] = PROBE_REPORT_EVERY
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(settings, f, indent=1)
+    if os.path.exists(log):
+        os.remove(log)
+    start = time.monotonic()
+    run_until([eole, "train", "--config", config_path], start + PROBE_SECONDS, log)
+    try:
+        return probe_from_log(_read(log), compute_dtype, settings["training"]["batch_size"],
+                              time.monotonic() - start)
+    except ValueError as error:
+        raise ValueError(f"{error} See {log}.") from None
+
+
+def eole_side(config, eole, minutes, work_dir):
+    """eole at its best (the module's docstring) on the training split,
+    vocabulary and validation pairs of this package's run `config`. Returns
+    its `PeerResult` and what it did, also written to choice.json:
+    {"compute_dtype", "batch_size", "target_tokens" (eole's per batch in its
+    probe), "ours_target_tokens", "runs": [{"learning_rate", "updates",
+    "chosen", "perplexity", "checkpoint", "train_seconds"}]}."""
     os.makedirs(work_dir, exist_ok=True)
 
     def work(name):  # eole runs with absolute paths
         return os.path.abspath(os.path.join(work_dir, name))
 
-    log = work("train.log")
-    if os.path.exists(log):
-        os.remove(log)
-    start = time.monotonic()
-    train_sources, train_targets = sources.read_split(config.data, "train")
-    write_lines(work("train.src"), train_sources)
-    write_lines(work("train.tgt"), train_targets)
+    budget_seconds = parse_minutes(str(minutes)) * 60.0
+    paths = {"vocab": work("vocab.shared")}
+    for split in ("train", "validation"):
+        side_sources, side_targets = sources.read_split(config.data, split)
+        short = "valid" if split == "validation" else split
+        paths[f"{short}_src"], paths[f"{short}_tgt"] = work(f"{short}.src"), work(f"{short}.tgt")
+        write_lines(paths[f"{short}_src"], side_sources)
+        write_lines(paths[f"{short}_tgt"], side_targets)
     spm_model = os.path.abspath(RunDir(config.model_dir).vocabulary_path)
-    settings = eole_config(config, spm_model, work("train.src"), work("train.tgt"), work("vocab.shared"),
-                           work("model"), learning_rate)
+    peak = peak_learning_rate(config)
+
+    def settings(model, **kwargs):
+        return eole_config(config, spm_model, {**paths, "model": work(model)}, **kwargs)
+
+    probe_settings = settings("probe/model", learning_rate=peak, train_steps=1_000_000,
+                              batch_size=config.batch_tokens, compute_dtype="fp32", valid_steps=1_000_000)
     with open(work("config.yaml"), "w", encoding="utf-8") as f:
-        json.dump(settings, f, indent=1)
-    deadline = start + parse_minutes(str(minutes)) * 60.0
-    print(f"eole: {len(train_sources):,} training pairs; build_vocab and train for {minutes} minutes "
-          f"(log: {log})", flush=True)
+        json.dump(probe_settings, f, indent=1)
+    print(f"eole: {len(read_lines(paths['train_src'])):,} training and {len(read_lines(paths['valid_src'])):,} "
+          "validation pairs; build_vocab on the training pairs", flush=True)
+    log = work("build_vocab.log")
+    start = time.monotonic()
     code, stopped = run_until([eole, "build_vocab", "--config", work("config.yaml"), "--n_sample", "-1"],
-                              deadline, log)
+                              start + budget_seconds, log)
     if code or stopped:
         raise ValueError(f"eole build_vocab {'ran out of the budget' if stopped else f'failed ({code})'}; "
                          f"see {log}.")
+    vocab_seconds = time.monotonic() - start
 
-    def progress(seconds_left):  # eole's own progress goes to its log
-        try:
-            made = f"{last_checkpoint(work('model'))[1]} updates saved"
-        except ValueError:
-            made = "no checkpoint yet"
-        print(f"eole: training, {made}, {seconds_left / 60.0:.1f} minutes left", flush=True)
+    dtype = "bf16" if config.precision == "mixed_bfloat16" else "fp32"
+    print(f"eole: timing {PROBE_SECONDS:.0f} s of training in {dtype} (not counted in its budget)", flush=True)
+    try:
+        probe = probe_eole(eole, probe_settings, work("probe.yaml"), work("probe.log"), dtype)
+    except ValueError as error:
+        if dtype == "fp32":
+            raise
+        print(f"eole: its bfloat16 failed on this machine ({error}); float32 instead", flush=True)
+        probe = probe_eole(eole, probe_settings, work("probe.yaml"), work("probe_fp32.log"), "fp32")
+    ours_tokens = target_tokens_per_batch(config)
+    batch_size = matched_batch_size(probe, ours_tokens)
+    steps = plan_steps(probe, batch_size, budget_seconds - vocab_seconds)
+    valid_steps = max(1, steps // VALIDATIONS)
+    print(f"eole: {probe.compute_dtype}, {probe.seconds_per_update:.2f} s an update at batch_size "
+          f"{probe.batch_size} ({probe.target_tokens:,.0f} target tokens a batch, ours {ours_tokens:,.0f}): "
+          f"batch_size {batch_size}, {steps} updates a run, a validation and checkpoint every {valid_steps}",
+          flush=True)
 
-    run_until([eole, "train", "--config", work("config.yaml")], deadline, log, report=progress)
-    train_seconds = time.monotonic() - start
-    checkpoint, updates = last_checkpoint(work("model"))
+    runs = []
+    for factor in LEARNING_RATE_SWEEP:
+        rate = factor * peak
+        name = f"lr{factor:g}"
+        with open(work(f"{name}.yaml"), "w", encoding="utf-8") as f:
+            json.dump(settings(f"{name}/model", learning_rate=rate, train_steps=steps, batch_size=batch_size,
+                               compute_dtype=probe.compute_dtype, valid_steps=valid_steps), f, indent=1)
+        log = work(f"{name}.log")
+        if os.path.exists(log):
+            os.remove(log)
+        print(f"eole: learning rate {rate:.2e} ({factor:g}x ours) for {(budget_seconds - vocab_seconds) / 60.0:.1f} "
+              f"minutes (log: {log})", flush=True)
+
+        def progress(seconds_left, model=work(f"{name}/model")):  # eole's own progress goes to its log
+            saved = checkpoints(model)
+            made = f"{max(saved)} updates saved" if saved else "no checkpoint yet"
+            print(f"eole: training, {made}, {seconds_left / 60.0:.1f} minutes left", flush=True)
+
+        run_start = time.monotonic()
+        run_until([eole, "train", "--config", work(f"{name}.yaml")], run_start + budget_seconds - vocab_seconds,
+                  log, report=progress)
+        train_seconds = vocab_seconds + time.monotonic() - run_start
+        perplexities = validation_perplexities(_read(log), valid_steps)
+        checkpoint, updates, perplexity = chosen_checkpoint(work(f"{name}/model"), perplexities)
+        made = max(checkpoints(work(f"{name}/model")))
+        runs.append({"learning_rate": rate, "updates": made, "chosen": updates, "perplexity": perplexity,
+                     "checkpoint": checkpoint, "train_seconds": train_seconds})
+        said = "no validation" if perplexity is None else f"validation perplexity {perplexity:.2f}"
+        print(f"eole: learning rate {rate:.2e}: {made} updates saved; chosen: update {updates} ({said})",
+              flush=True)
+
+    best = min(runs, key=lambda run: math.inf if run["perplexity"] is None else run["perplexity"])
     sentences, references = sources.read_split(config.data, "test")
     write_lines(work("test.src"), sentences)
-    print(f"eole: translating {len(sentences):,} test sentences with {checkpoint} ({updates} updates)", flush=True)
-    code, _ = run_until([eole, "predict", "--model_path", checkpoint, "--src", work("test.src"),
+    log = work("predict.log")
+    print(f"eole: translating {len(sentences):,} test sentences with {best['checkpoint']}", flush=True)
+    code, _ = run_until([eole, "predict", "--model_path", best["checkpoint"], "--src", work("test.src"),
                          "--output", work("test.hypotheses.txt"), "--beam_size", str(PAPER_BEAM_SIZE),
                          "--length_penalty", "wu", "--alpha", str(PAPER_ALPHA), "--max_length", "256",
                          "--batch_size", "32", "--batch_type", "sents", "--world_size", "1"],
                         float("inf"), log)
     if code:
         raise ValueError(f"eole predict failed ({code}); see {log}.")
-    hypotheses = read_lines(work("test.hypotheses.txt"))
-    scores = evaluation.score(hypotheses, references)
-    return PeerResult("eole", scores, updates, train_seconds)
+    scores = evaluation.score(read_lines(work("test.hypotheses.txt")), references)
+    details = {"compute_dtype": probe.compute_dtype, "batch_size": batch_size, "target_tokens": probe.target_tokens,
+               "ours_target_tokens": ours_tokens, "runs": runs}
+    with open(work("choice.json"), "w", encoding="utf-8") as f:
+        json.dump(details, f, indent=1)
+    return PeerResult("eole", scores, best["chosen"], best["train_seconds"]), details
 
 
-def compare(dataset, test, minutes, eole, work_dir, learning_rate=EOLE_LEARNING_RATE):
-    """Both sides at `minutes`, in `work_dir` (this package's run in `ours`, eole's in `eole`).
-    `learning_rate`: eole's, a number or "match" (this run's `learning_rate_scale`,
-    so that eole's warm-up climbs as this package's does). Prints and returns
-    (ours, eole) `PeerResult`s."""
+def ratio(ours_score, peer_score):
+    """`ours / peer` as printed: "2.10x"; a zero gives no ratio."""
+    if not peer_score:
+        return "undefined (eole: 0)"
+    return f"{ours_score / peer_score:.2f}x"
+
+
+def compare(dataset, test, minutes, eole, work_dir):
+    """Both sides at `minutes`, in `work_dir` (this package's run in `ours`,
+    eole's in `eole`). Prints and returns (ours, eole) `PeerResult`s."""
     mine, config = ours(dataset, test, minutes, os.path.join(work_dir, "ours"))
-    if learning_rate == "match":
-        learning_rate = config.learning_rate_scale
-    peer = eole_side(config, eole, minutes, os.path.join(work_dir, "eole"), float(learning_rate))
+    peer, details = eole_side(config, eole, minutes, os.path.join(work_dir, "eole"))
+    rates = ", ".join(f"{run['learning_rate']:.2e}" for run in details["runs"])
     print(f"\nSame split, {config.preset} preset size, {config.vocab_size}-piece SentencePiece model, "
-          f"{config.batch_tokens} tokens per batch, {minutes} minutes each (eole: {EOLE_RECIPE}'s settings, "
-          f"warm-up {config.warmup_steps}, learning rate {float(learning_rate):g}):")
+          f"{minutes} minutes a run. eole ({EOLE_RECIPE}'s settings): {details['compute_dtype']}, batch_size "
+          f"{details['batch_size']} for this run's {details['ours_target_tokens']:,.0f} target tokens a batch, "
+          f"warm-up {config.warmup_steps} then a cosine to zero, learning rates {rates}, its checkpoint chosen "
+          f"by validation perplexity:")
     for side in (mine, peer):
         print(f"peer {side.name:<17s} test sacreBLEU {side.scores['bleu']:6.2f}  chrF {side.scores['chrf']:6.2f}  "
               f"{side.updates:5d} updates in {side.train_seconds / 60.0:5.1f} min")
-    ratio = f"{mine.scores['bleu'] / peer.scores['bleu']:.2f}x" if peer.scores["bleu"] else "undefined (eole: 0)"
-    print(f"peer keras_transformer / eole sacreBLEU: {ratio}  ({mine.scores['bleu_signature']})")
+    print(f"peer keras_transformer / eole sacreBLEU: {ratio(mine.scores['bleu'], peer.scores['bleu'])}"
+          + (f" (eole below {MEANINGFUL_BLEU:g} BLEU: not a meaningful ratio)"
+             if 0 < peer.scores["bleu"] < MEANINGFUL_BLEU else "")
+          + f"  chrF: {ratio(mine.scores['chrf'], peer.scores['chrf'])}  ({mine.scores['bleu_signature']})")
+    print("Still unequal: " + "; ".join(UNEQUAL) + ".")
     return mine, peer

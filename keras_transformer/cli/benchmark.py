@@ -55,21 +55,19 @@ def _parser():
                        help="Updates of the stand-in run trained when --serving has no value and the main "
                        "job has not run (200: about 3 minutes on 2 cores).")
     peer = parser.add_argument_group(
-        "peer", "With --peer-eole, only this comparison runs: this package's default recipe and eole (OpenNMT's "
-        "PyTorch toolkit, in its own virtual environment) trained one after the other on --dataset for "
-        "--time-budget minutes each, with the same model size, SentencePiece model and tokens per batch, "
-        "then both scored on --test (docs/benchmarks.md says which of eole's settings are used).")
+        "peer", "With --peer-eole, only this comparison runs: this package's default recipe, then eole (OpenNMT's "
+        "PyTorch toolkit, in its own virtual environment) at its best on the same split: the same model size, "
+        "SentencePiece model, precision where eole has it and target tokens per update, a cosine schedule "
+        "that ends at zero, and the best of three learning rates, each a --time-budget run, with its checkpoint "
+        "chosen on the validation pairs; both scored on --test (docs/benchmarks.md). The command takes about "
+        "four budgets and a few minutes.")
     peer.add_argument("--peer-eole", metavar="EOLE", default=None,
                       help="The `eole` command to compare with, e.g. eole-venv/bin/eole.")
     peer.add_argument("--dataset", help="With --peer-eole: the training corpus, a TSV as train.py takes it.")
     peer.add_argument("--test", help="With --peer-eole: the test TSV both sides are scored on.")
     peer.add_argument("--time-budget", default="25",
-                      help="With --peer-eole: minutes each side trains (25, 90m, 1.5h); this package's "
-                      "budget also covers its model choice, eole's its build_vocab.")
-    peer.add_argument("--eole-learning-rate", default="2",
-                      help="With --peer-eole: the factor of eole's noam schedule (2: its WMT17 recipe's, twice "
-                      "the paper's), or `match`: the learning-rate scale this package's recipe chose, so that "
-                      "eole's warm-up climbs as ours does.")
+                      help="With --peer-eole: minutes of each run (25, 90m, 1.5h); this package's budget "
+                      "also covers its model choice, and each of eole's its share of build_vocab.")
     peer.add_argument("--peer-dir", default="runs/eole_peer",
                       help="With --peer-eole: where both runs go (ours/ and eole/ in it); it must not hold a run.")
     return parser
@@ -92,19 +90,12 @@ def _peer_main(parser, args):
         parse_minutes(args.time_budget)
     except ValueError as error:
         parser.error(str(error))
-    if args.eole_learning_rate != "match":
-        try:
-            if float(args.eole_learning_rate) <= 0:
-                raise ValueError
-        except ValueError:
-            parser.error(f"--eole-learning-rate {args.eole_learning_rate!r} must be a positive number or `match`.")
     if os.path.exists(args.peer_dir) and os.listdir(args.peer_dir):
         parser.error(f"--peer-dir {args.peer_dir!r} already holds a run; give an empty or new folder.")
     from keras_transformer.benchmarks import eole_peer  # noqa: PLC0415
 
     try:
-        eole_peer.compare(args.dataset, args.test, args.time_budget, os.path.abspath(eole), args.peer_dir,
-                          args.eole_learning_rate)
+        eole_peer.compare(args.dataset, args.test, args.time_budget, os.path.abspath(eole), args.peer_dir)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"benchmark.py: error: {error}\n")
     return 0

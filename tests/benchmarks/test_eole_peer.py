@@ -16,21 +16,23 @@ from tests.conftest import run_entry_point, write_tsv
 
 # eole's WMT17 English-German recipe (eole-nlp/eole, recipes/wmt17/wmt17_ende_spm.yaml), as its file
 # states them: what the peer takes from eole's side.
-EOLE_WMT17 = {"optim": "adamw", "learning_rate": 2, "decay_method": "noam", "adam_beta2": 0.998,
-              "dropout": [0.1], "attention_dropout": [0.1], "label_smoothing": 0.1,
-              "param_init_method": "xavier_uniform"}
+EOLE_WMT17 = {"optim": "adamw", "adam_beta2": 0.998, "dropout": [0.1], "attention_dropout": [0.1],
+              "label_smoothing": 0.1, "param_init_method": "xavier_uniform"}
+PATHS = {"train_src": "/w/train.src", "train_tgt": "/w/train.tgt", "valid_src": "/w/valid.src",
+         "valid_tgt": "/w/valid.tgt", "vocab": "/w/vocab.shared", "model": "/w/lr1/model"}
 
 
 @pytest.mark.parametrize("preset", ["tiny", "small", "base"])
-def test_the_eole_config_has_this_runs_size_vocabulary_batch_and_warmup_and_the_recipes_rest(preset):
-    """Our side's settings come from the run (its preset's sizes, its batch,
-    warm-up, length cut, seed and SentencePiece model), the rest from eole's
-    recipe; on a CPU, in float32."""
+def test_the_eole_config_has_this_runs_size_vocabulary_and_warmup_the_peers_own_plan_and_the_recipes_rest(preset):
+    """Our side's settings come from the run (its preset's sizes, warm-up,
+    length cut, seed and SentencePiece model); the batch, peak rate, steps,
+    precision and validation from eole's own plan; the cosine schedule ends
+    decayed at the planned steps; the rest from eole's recipe."""
     size = presets.get_preset(preset)
     config = RunConfig(dataset="train.tsv", preset=preset, vocab_size=8000, batch_tokens=2048, max_length=112,
                        warmup_steps=338, seed=3)
-    settings = eole_peer.eole_config(config, "/r/sentencepiece.model", "/w/train.src", "/w/train.tgt",
-                                     "/w/vocab.shared", "/w/model")
+    settings = eole_peer.eole_config(config, "/r/sentencepiece.model", PATHS, learning_rate=3e-3, train_steps=900,
+                                     batch_size=2304, compute_dtype="bf16", valid_steps=150)
     assert json.loads(json.dumps(settings)) == settings  # written as JSON, which YAML reads
     model = settings["model"]
     assert (model["hidden_size"], model["layers"], model["heads"], model["transformer_ff"]) == \
@@ -38,21 +40,122 @@ def test_the_eole_config_has_this_runs_size_vocabulary_batch_and_warmup_and_the_
     assert model["embeddings"]["word_vec_size"] == size.d_model
     assert model["share_decoder_embeddings"] is model["share_embeddings"] is True  # tied, as ours
     training = settings["training"]
-    assert (training["batch_size"], training["batch_type"], training["warmup_steps"]) == \
-        (config.batch_tokens, "tokens", config.warmup_steps)
     assert {name: training[name] for name in EOLE_WMT17} == EOLE_WMT17
-    assert (training["gpu_ranks"], training["compute_dtype"], training["save_checkpoint_steps"]) == \
-        ([], "fp32", eole_peer.SAVE_EVERY)
+    assert (training["batch_size"], training["batch_type"], training["warmup_steps"]) == (2304, "tokens", 338)
+    assert (training["decay_method"], training["learning_rate"], training["train_steps"]) == ("cosine", 3e-3, 900)
+    assert (training["compute_dtype"], training["gpu_ranks"]) == ("bf16", [])
+    # A checkpoint at every validation, all kept, so that the best can be chosen.
+    assert (training["valid_steps"], training["save_checkpoint_steps"], training["keep_checkpoint"]) == (150, 150, -1)
     assert settings["transforms_configs"]["sentencepiece"] == {"src_subword_model": "/r/sentencepiece.model",
                                                                "tgt_subword_model": "/r/sentencepiece.model"}
     assert settings["transforms_configs"]["filtertoolong"] == {"src_seq_length": config.max_length,
                                                                "tgt_seq_length": config.max_length}
     assert settings["src_vocab"] == settings["tgt_vocab"] == "/w/vocab.shared" and settings["share_vocab"]
-    assert settings["data"] == {"corpus_1": {"path_src": "/w/train.src", "path_tgt": "/w/train.tgt"}}
-    assert settings["seed"] == config.seed
-    matched = eole_peer.eole_config(config, "/r/sentencepiece.model", "/w/train.src", "/w/train.tgt",
-                                    "/w/vocab.shared", "/w/model", learning_rate=0.524)
-    assert matched["training"] == {**training, "learning_rate": 0.524}
+    assert settings["data"] == {"corpus_1": {"path_src": "/w/train.src", "path_tgt": "/w/train.tgt"},
+                                "valid": {"path_src": "/w/valid.src", "path_tgt": "/w/valid.tgt"}}
+    assert training["model_path"] == "/w/lr1/model" and settings["seed"] == config.seed
+
+
+def test_the_peak_learning_rate_is_this_runs_schedule_at_the_end_of_its_warmup():
+    """The paper's rate d_model^-0.5 * warmup^-0.5 times the run's scale: for
+    the small preset (width 256) with a 400-update warm-up, 0.0625 * 0.05."""
+    config = RunConfig(dataset="train.tsv", preset="small", warmup_steps=400, learning_rate_scale=1.0)
+    assert eole_peer.peak_learning_rate(config) == pytest.approx(3.125e-3, rel=1e-6)
+    scaled = RunConfig(dataset="train.tsv", preset="base", warmup_steps=100, learning_rate_scale=0.125)
+    assert eole_peer.peak_learning_rate(scaled) == pytest.approx(0.125 * 512 ** -0.5 * 0.1, rel=1e-6)
+
+
+# Lines as eole 0.6.4 writes them (eole/utils/statistics.py's `output`, report_manager.py's `_report_step`).
+LOG = """[2026-11-27 15:00:01,000 INFO] Starting training on CPU, could be very slow
+[2026-11-27 15:00:31,000 INFO] Step 5/1000000; acc: 1.2; ppl: 9001.00; xent: 9.10; aux: 0.000; attn_ent: 0.000; \
+lr: 1.00e-04; sents:     400; bsz: 1502/1731/80; 1400/1600 tok/s;     30 sec;
+[2026-11-27 15:00:41,000 INFO] Step 10/1000000; acc: 2.4; ppl: 4000.00; xent: 8.29; aux: 0.000; attn_ent: 0.000; \
+lr: 2.00e-04; sents:     420; bsz: 1480/1709/84; 1500/1700 tok/s;     40 sec;
+[2026-11-27 15:00:51,000 INFO] Validation perplexity: 812.5
+[2026-11-27 15:00:51,000 INFO] Validation accuracy: 11.2
+[2026-11-27 15:00:52,000 INFO] Step 15/1000000; acc: 3.1; ppl: 2000.00; xent: 7.60; aux: 0.000; attn_ent: 0.000; \
+lr: 3.00e-04; sents:     410; bsz: 1490/1720/82; 1500/1700 tok/s;     52 sec;
+[2026-11-27 15:01:01,000 INFO] Step 20/1000000; acc: 4.0; ppl: 1000.00; xent: 6.90; aux: 0.000; attn_ent: 0.000; \
+lr: 4.00e-04; sents:     400; bsz: 1500/1740/80; 1500/1700 tok/s;     60 sec;
+[2026-11-27 15:01:02,000 INFO] Validation perplexity: 640.25
+[2026-11-27 15:01:02,000 INFO] Validation accuracy: 15.0
+"""
+
+
+def test_eoles_log_gives_its_updates_batches_and_validations():
+    assert eole_peer.step_reports(LOG) == [(5, 1731.0, 30.0), (10, 1709.0, 40.0), (15, 1720.0, 52.0),
+                                           (20, 1740.0, 60.0)]
+    assert eole_peer.validation_perplexities(LOG, 10) == {10: 812.5, 20: 640.25}
+
+
+def test_the_probe_times_the_steady_updates_and_counts_the_start_up_and_the_batch():
+    """Updates 5 to 20 took 30 s: 2 s each. The run took 100 s in all, of
+    which its 20 updates and half a report's more (the time since the last
+    report) took 45 at that speed: it started up (and read its corpus) in 55."""
+    probe = eole_peer.probe_from_log(LOG, "bf16", 4096, 100.0)
+    assert (probe.compute_dtype, probe.batch_size) == ("bf16", 4096)
+    assert probe.seconds_per_update == pytest.approx(2.0)
+    assert probe.startup_seconds == pytest.approx(100.0 - 2.0 * (20 + eole_peer.PROBE_REPORT_EVERY / 2))
+    assert probe.target_tokens == pytest.approx((1731 + 1709 + 1720 + 1740) / 4)
+    with pytest.raises(ValueError, match="eole made 10 updates in its 100-second probe; too few to time it"):
+        eole_peer.probe_from_log(LOG.split("Validation perplexity: 812.5")[0], "fp32", 4096, 100.0)
+
+
+def test_eoles_batch_is_scaled_to_this_runs_target_tokens_and_its_steps_to_the_time():
+    """eole's batches held 1,725 target tokens at batch_size 4,096; ours 3,450:
+    eole gets 8,192, and its updates then cost twice the probe's."""
+    probe = eole_peer.EoleProbe("fp32", 4096, seconds_per_update=1.0, startup_seconds=30.0, target_tokens=1725.0)
+    assert eole_peer.matched_batch_size(probe, 3450.0) == 8192
+    assert eole_peer.matched_batch_size(probe, 1000.0) % 8 == 0
+    assert eole_peer.matched_batch_size(probe, 1000.0) == pytest.approx(4096 * 1000 / 1725, abs=4)
+    seconds = 30.0 + 2.0 * 500 / eole_peer.STEPS_SHARE  # start-up, then 500 updates of 2 s and their validations
+    assert eole_peer.plan_steps(probe, 8192, seconds) == 500
+    with pytest.raises(ValueError, match="eole would make 2 updates in 0.6 minutes at 2.00 s each"):
+        eole_peer.plan_steps(probe, 8192, 30.0 + 2.0 * 2.5 / eole_peer.STEPS_SHARE)
+
+
+def test_the_checkpoint_with_the_lowest_validation_perplexity_is_chosen(tmp_path):
+    model = tmp_path / "model"
+    with pytest.raises(ValueError, match="no checkpoint in .*model.*train.log"):
+        eole_peer.chosen_checkpoint(str(model), {})
+    for step, complete in ((20, True), (40, True), (60, True), (80, False), (95, True)):
+        os.makedirs(model / f"step_{step}")
+        if complete:
+            (model / f"step_{step}" / "config.json").write_text("{}")
+    (model / "step_x").mkdir()
+    assert eole_peer.checkpoints(str(model)) == {s: str(model / f"step_{s}") for s in (20, 40, 60, 95)}
+    # Update 80 validated best but its checkpoint is incomplete (the budget stopped eole while it saved).
+    perplexities = {20: 90.0, 40: 41.5, 60: 43.0, 80: 30.0}
+    assert eole_peer.chosen_checkpoint(str(model), perplexities) == (str(model / "step_40"), 40, 41.5)
+    assert eole_peer.chosen_checkpoint(str(model), {}) == (str(model / "step_95"), 95, None)
+
+
+def test_ratios_are_printed_to_two_places_and_none_over_a_zero():
+    assert eole_peer.ratio(21.54, 10.77) == "2.00x"
+    assert eole_peer.ratio(21.54, 0.0) == "undefined (eole: 0)"
+
+
+def test_this_runs_target_tokens_per_batch_are_counted_without_padding(tmp_path, tokenizer_path, small_corpus):
+    """Against a count of the same pipeline's batches done here."""
+    import shutil
+
+    import numpy as np
+
+    from keras_transformer.data import pipeline, sources
+    from keras_transformer.data.tokenizer import Tokenizer
+    from keras_transformer.run_dir import RunDir
+
+    train, _ = small_corpus
+    dataset = write_tsv(tmp_path / "train.tsv", train[:400])
+    config = RunConfig(dataset=dataset, model_dir=str(tmp_path / "run"), batch_tokens=512, max_length=64)
+    os.makedirs(config.model_dir)
+    shutil.copy(tokenizer_path, RunDir(config.model_dir).vocabulary_path)
+    pairs, _ = sources.load_split(config.data, "train")
+    batches = list(pipeline.make_batches(pairs, Tokenizer(str(tokenizer_path)), 512, 64, training=False,
+                                         drop_remainder=True).as_numpy_iterator())
+    expected = np.mean([(target != 0).sum() for _, target in batches])
+    assert len(batches) > 5 and 0 < expected < 512
+    assert eole_peer.target_tokens_per_batch(config) == pytest.approx(expected)
 
 
 def test_run_until_stops_a_command_at_its_deadline_and_lets_a_quick_one_end(tmp_path):
@@ -74,18 +177,6 @@ def test_run_until_reports_the_time_left_while_the_command_runs(tmp_path):
                                         str(tmp_path / "log"), report=left.append, every=0.5)
     assert (code, stopped) == (0, False)
     assert len(left) >= 2 and left == sorted(left, reverse=True) and all(20 < s < 30 for s in left)
-
-
-def test_the_last_complete_checkpoint_is_used(tmp_path):
-    model = tmp_path / "model"
-    with pytest.raises(ValueError, match="no checkpoint in .*model.*train.log"):
-        eole_peer.last_checkpoint(str(model))
-    for step, complete in ((20, True), (100, True), (120, False), (40, True)):
-        os.makedirs(model / f"step_{step}")
-        if complete:
-            (model / f"step_{step}" / "config.json").write_text("{}")
-    (model / "step_x").mkdir()
-    assert eole_peer.last_checkpoint(str(model)) == (str(model / "step_100"), 100)
 
 
 def test_the_lines_given_to_eole_are_one_per_sentence(tmp_path):
@@ -111,8 +202,6 @@ def test_the_peer_flags_are_checked(capsys, tmp_path):
          "--time-budget '0' must be positive."),
         (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--peer-dir", str(tmp_path)],
          "already holds a run"),
-        (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--eole-learning-rate", "fast"],
-         "--eole-learning-rate 'fast' must be a positive number or `match`."),
     ]
     for argv, message in cases:
         code, _, err = run_entry_point(cli.benchmark_main, argv, capsys)
