@@ -341,13 +341,14 @@ def eole_side(config, eole, minutes, work_dir):
         return os.path.abspath(os.path.join(work_dir, name))
 
     budget_seconds = parse_minutes(str(minutes)) * 60.0
-    paths = {"vocab": work("vocab.shared")}
+    paths, pairs = {"vocab": work("vocab.shared")}, {}
     for split in ("train", "validation"):
         side_sources, side_targets = sources.read_split(config.data, split)
         short = "valid" if split == "validation" else split
         paths[f"{short}_src"], paths[f"{short}_tgt"] = work(f"{short}.src"), work(f"{short}.tgt")
         write_lines(paths[f"{short}_src"], side_sources)
         write_lines(paths[f"{short}_tgt"], side_targets)
+        pairs[short] = len(side_sources)
     spm_model = os.path.abspath(RunDir(config.model_dir).vocabulary_path)
     peak = peak_learning_rate(config)
 
@@ -358,7 +359,7 @@ def eole_side(config, eole, minutes, work_dir):
                               batch_size=config.batch_tokens, compute_dtype="fp32", valid_steps=1_000_000)
     with open(work("config.yaml"), "w", encoding="utf-8") as f:
         json.dump(probe_settings, f, indent=1)
-    print(f"eole: {len(read_lines(paths['train_src'])):,} training and {len(read_lines(paths['valid_src'])):,} "
+    print(f"eole: {pairs['train']:,} training and {pairs['valid']:,} "
           "validation pairs; build_vocab on the training pairs", flush=True)
     log = work("build_vocab.log")
     start = time.monotonic()
