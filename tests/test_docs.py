@@ -32,6 +32,7 @@ from keras_transformer import cli
 from keras_transformer.cli.reference import reference_main
 from keras_transformer.config import RunConfig
 from keras_transformer.decoding import restore
+from keras_transformer.decoding.terminology import contains_term
 from keras_transformer.export import saved_model
 from keras_transformer.run_dir import RunDir
 from tests.conftest import ROOT, load_config, weights_by_name, write_tsv
@@ -47,7 +48,7 @@ MAINS = {"train": cli.train_main, "translate": cli.translate_main, "evaluate": c
          "export": cli.export_main, "average_checkpoints": cli.average_main,
          "plot_attention": cli.plot_attention_main, "benchmark": cli.benchmark_main, "score": cli.score_main,
          "mix_backtranslation": cli.mix_backtranslation_main, "plot_history": cli.plot_history_main,
-         "make_reference": reference_main}
+         "make_glossary": cli.make_glossary_main, "make_reference": reference_main}
 
 # What runs each command (matched by regular expression) and block of the pages.
 COMMANDS_RUN_BY = {
@@ -58,7 +59,11 @@ COMMANDS_RUN_BY = {
     r"^python scripts/train\.py --dataset corpus\.tsv --inspect-data$": "test_inspect_data_command",
     r"^python scripts/train\.py --dataset wmt14_translate/de-en .*--strategy mirrored": "test_wmt_recipe",
     r"^python scripts/average_checkpoints\.py ": "test_wmt_recipe",
-    r"^python scripts/evaluate\.py ": "test_wmt_recipe",
+    r"^python scripts/evaluate\.py --model-dir runs/wmt14-base ": "test_wmt_recipe",
+    r"^python scripts/make_glossary\.py ": "test_terminology_commands",
+    r"^python scripts/translate\.py --model runs/libreoffice\.train-small ": "test_terminology_commands",
+    r"^python scripts/evaluate\.py --model-dir runs/libreoffice\.train-small ": "test_terminology_commands",
+    r"^python scripts/benchmark\.py --constrained ": "test_terminology_commands",
     r"^python scripts/export\.py --model-dir runs/wmt14-base ": "test_wmt_recipe",
     r"^python scripts/export\.py .*--format ctranslate2": "test_ctranslate2_commands",
     r"^echo .* \| python scripts/translate\.py --model ct2_models/": "test_ctranslate2_commands",
@@ -613,7 +618,7 @@ def test_wmt_recipe(tmp_path):
         np.testing.assert_allclose(value, np.mean([w[name] for w in last_five], axis=0), rtol=1e-5, atol=1e-6,
                                    err_msg=name)
 
-    evaluated = bash(checkout, docs_command(r"^python scripts/evaluate\.py "), **env)
+    evaluated = bash(checkout, docs_command(r"^python scripts/evaluate\.py --model-dir runs/wmt14-base "), **env)
     assert re.search(r"^sacreBLEU \d+\.\d+  \(nrefs:1\|", evaluated.stdout, re.M)
     exported = bash(checkout, docs_command(r"^python scripts/export\.py --model-dir runs/wmt14-base "), **env)
     assert sorted(os.listdir(checkout / "saved_models" / "wmt14-base")) == ["1", "2"]  # train.py exported 1
@@ -812,6 +817,40 @@ def test_real_data_commands(tmp_path, small_corpus):
     assert updates and updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates == sorted(set(updates))
     assert plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_terminology_commands(tmp_path, trained_tiny_run):
+    """The translating page's terminology commands, on a stand-in for the
+    LibreOffice training part and the tiny trained run in the page's run
+    folder: the glossary drawn, translations that carry its terms and the
+    prefixes, evaluate.py's term-use rate of 100% with them, and the benchmark."""
+    checkout = make_checkout(tmp_path)
+    shutil.copytree(trained_tiny_run, checkout / "runs" / "libreoffice.train-small")
+    contexts = [("Open the {} dialog.", "Öffnen Sie den Dialog {}."), ("Then choose {}.", "Wählen Sie dann {}.")]
+    terms = (("Sheet Tab", "Register"), ("Undo", "Rückgängig"))
+    pairs = [(source.format(term), target.format(translation)) for i in range(10)
+             for source, target in contexts for term, translation in terms]
+    write_tsv(checkout / "libreoffice.train.tsv", pairs)
+    bash(checkout, docs_command(r"^python scripts/make_glossary\.py "))
+    glossary = (checkout / "glossary.tsv").read_text(encoding="utf-8").splitlines()
+    assert glossary[1:] == ["Sheet Tab\tRegister", "Undo\tRückgängig"]
+    # The run's own vocabulary: glossary terms it can spell (numbers), constraints and prefixes.
+    (checkout / "glossary.tsv").write_text("seven\tsieben\nhundred\tdreihundert\n", encoding="utf-8")
+    sentences = ["It is half past seven.", "three hundred twenty-one", "My brother bought two apples."]
+    (checkout / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    (checkout / "terms.txt").write_text("acht\n\nzwei\tÄpfel\n", encoding="utf-8")
+    (checkout / "prefixes.txt").write_text("\ndrei\nMein\n", encoding="utf-8")
+    glossed = bash(checkout, docs_command(r"--glossary glossary\.tsv --input")).stdout.splitlines()
+    assert len(glossed) == 3 and contains_term(glossed[0], "sieben") and contains_term(glossed[1], "dreihundert")
+    steered = bash(checkout, docs_command(r"--constraints terms\.txt")).stdout.splitlines()
+    assert contains_term(steered[0], "acht") and steered[1].startswith("drei") and steered[2].startswith("Mein")
+    assert contains_term(steered[2], "zwei") and contains_term(steered[2], "Äpfel")
+    evaluated = bash(checkout, docs_command(r"^python scripts/evaluate\.py --model-dir runs/libreoffice")).stdout
+    assert re.search(r"^constrained:\n(.*\n){3}term use  100\.00% \(\d+ of \d+ constraints\)$", evaluated, re.M)
+    timed = bash(checkout, docs_command(r"^python scripts/benchmark\.py --constrained "),
+                 KT_TEST_SCALE=json.dumps({"benchmark.py": ["--constrained-sentences", "8", "--constrained-rounds",
+                                                            "1", "--engines-batch", "4"]})).stdout
+    assert re.search(r"^  constrained +batch 1: .* term use 100\.00% of 16$", timed, re.M)
 
 
 def test_sample_command(tmp_path):

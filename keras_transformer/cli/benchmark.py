@@ -54,6 +54,15 @@ def _parser():
     group.add_argument("--serving-quick-steps", type=int, default=200,
                        help="Updates of the stand-in run trained when --serving has no value and the main "
                        "job has not run (200: about 3 minutes on 2 cores).")
+    terms = parser.add_argument_group(
+        "terminology", "With --constrained, only this comparison runs: a trained run's beam search without and "
+        "with two constraints a sentence (the two longest words of its reference), batch-1 latency and "
+        "batch --engines-batch throughput, and the term-use rate of both.")
+    terms.add_argument("--constrained", default=None, metavar="MODEL_DIR",
+                       help="The training model directory to time. Its sentences: --corpus's pairs if given, "
+                       "else its own test split.")
+    terms.add_argument("--constrained-sentences", type=int, default=300, help="How many sentences to translate.")
+    terms.add_argument("--constrained-rounds", type=int, default=2, help="Passes per figure; the best counts.")
     peer = parser.add_argument_group(
         "peer", "With --peer-eole, only this comparison runs: this package's default recipe, then eole (OpenNMT's "
         "PyTorch toolkit, in its own virtual environment) at its best on the same split: the same model size, "
@@ -136,6 +145,19 @@ def _serving_main(parser, args):
     return 0
 
 
+def _constrained_main(parser, args):
+    """--constrained: plain against constrained beam search on a trained run."""
+    _check_at_least_one(parser, args, ("constrained_sentences", "constrained_rounds", "engines_batch"))
+    from keras_transformer.benchmarks import constrained  # noqa: PLC0415
+
+    try:
+        constrained.constrained_figures(args.constrained, args.corpus, args.constrained_sentences,
+                                        args.engines_batch, args.constrained_rounds)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"benchmark.py: error: {error}\n")
+    return 0
+
+
 def _speed_main(parser, args):
     """Training and decoding speed on random weights, and optionally training's start on large corpora."""
     if args.streaming_pairs < 0:
@@ -165,4 +187,6 @@ def benchmark_main(argv=None):
         return _peer_main(parser, args)
     if args.serving is not None:
         return _serving_main(parser, args)
+    if args.constrained is not None:
+        return _constrained_main(parser, args)
     return _speed_main(parser, args)

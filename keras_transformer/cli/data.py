@@ -1,4 +1,4 @@
-"""`scripts/mix_backtranslation.py`."""
+"""`scripts/mix_backtranslation.py` and `scripts/make_glossary.py`."""
 
 from keras_transformer.cli.common import make_parser
 
@@ -45,4 +45,45 @@ def mix_backtranslation_main(argv=None):
     if args.held_out:
         print(f"Held out from the real corpus: {counts['validation']} validation pairs in "
               f"{args.held_out}.validation.tsv, {counts['test']} test pairs in {args.held_out}.test.tsv.")
+    return 0
+
+
+def make_glossary_main(argv=None):
+    parser = make_parser(
+        "make_glossary.py",
+        "Draw a glossary of UI terms from a parallel corpus (keras_transformer.data.glossary): capitalised "
+        "source terms and the target term each co-occurs with most consistently (Dice's coefficient). "
+        "Writes 'source term<TAB>target term' lines, the file translate.py and evaluate.py take with "
+        "--glossary. Read it before use: a few pairings can be wrong.",
+    )
+    parser.add_argument("--corpus", required=True,
+                        help="PATH.tsv or SOURCE,TARGET: the corpus' training part, never its test split.")
+    parser.add_argument("--output", required=True, help="The glossary TSV to write.")
+    parser.add_argument("--size", type=int, default=60, help="How many terms, the most consistent first.")
+    parser.add_argument("--min-count", type=int, default=8,
+                        help="A term must occur in at least this many pairs.")
+    parser.add_argument("--min-dice", type=float, default=0.6,
+                        help="Least Dice's coefficient between a source term and its target term, in (0, 1].")
+    parser.add_argument("--max-words", type=int, default=3, help="Longest term, in words.")
+    parser.add_argument("--identical", action="store_true",
+                        help="Also keep terms the target leaves as they are (names of products and functions).")
+    args = parser.parse_args(argv)
+    for flag, value, low in (("--size", args.size, 1), ("--min-count", args.min_count, 1),
+                             ("--max-words", args.max_words, 1)):
+        if value < low:
+            parser.error(f"{flag} must be at least {low}; got {value}.")
+    if not 0.0 < args.min_dice <= 1.0:
+        parser.error(f"--min-dice must be in (0, 1]; got {args.min_dice}.")
+    from keras_transformer.data.glossary import extract_glossary  # noqa: PLC0415
+    from keras_transformer.data.local_corpus import read_held_out  # noqa: PLC0415  (all pairs of a file)
+
+    try:
+        pairs = read_held_out(args.corpus)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"make_glossary.py: error: {error}\n")
+    terms = extract_glossary(pairs, args.size, args.max_words, args.min_count, args.min_dice, args.identical)
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(f"# {len(terms)} terms from {args.corpus} (make_glossary.py): source<TAB>target\n")
+        f.writelines(f"{source}\t{target}\n" for source, target, _, _ in terms)
+    print(f"{len(terms)} terms written to {args.output}")
     return 0

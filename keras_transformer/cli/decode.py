@@ -1,5 +1,6 @@
 """`scripts/translate.py`, `scripts/evaluate.py` and `scripts/plot_attention.py`."""
 
+import os
 import sys
 
 from keras_transformer.cli.common import decoding_flags, make_parser, restored_translator
@@ -41,6 +42,39 @@ def _sampling(parser, args):
     return {**given, "seed": args.seed}
 
 
+def _terminology_flags(parser):
+    group = parser.add_argument_group(
+        "terminology", "Lexically constrained beam search (dynamic beam allocation, Post and Vilar, 2018) and "
+        "forced prefixes: training directories and SavedModels; a CTranslate2 model takes prefixes only.")
+    group.add_argument("--constraints", default=None, metavar="FILE",
+                       help="One line per input sentence: the target phrases its translation must contain, "
+                       "separated by tabs (an empty line: none). At most beam-size phrases a sentence.")
+    group.add_argument("--glossary", default=None, metavar="TSV",
+                       help="'source term<TAB>target term' lines: every input sentence that contains a source "
+                       "term (whole words, case as given) gets its target term as a constraint, after those "
+                       "of --constraints.")
+    group.add_argument("--prefix", default=None, metavar="FILE",
+                       help="One line per input sentence: the words its translation must start with (an empty "
+                       "line: none).")
+
+
+def read_terms(sentences, constraints_path=None, glossary_path=None, prefix_path=None):
+    """(constraints, prefixes) for `sentences` from the files of --constraints,
+    --glossary and --prefix (None where not given); FileNotFoundError or
+    ValueError naming the bad file."""
+    from keras_transformer.decoding import terminology  # noqa: PLC0415
+
+    constraints = None
+    if constraints_path:
+        constraints = terminology.read_constraints(constraints_path, sentences)
+    if glossary_path:
+        terms = terminology.glossary_constraints(terminology.read_glossary(glossary_path), sentences)
+        constraints = terms if constraints is None else [
+            given + [term for term in found if term not in given] for given, found in zip(constraints, terms)]
+    prefixes = terminology.read_prefixes(prefix_path, sentences) if prefix_path else None
+    return constraints, prefixes
+
+
 def translate_main(argv=None):
     parser = make_parser(
         "translate.py",
@@ -62,6 +96,7 @@ def translate_main(argv=None):
                         "above). Training model directories only.")
     decoding_flags(parser)
     _sampling_flags(parser)
+    _terminology_flags(parser)
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error(f"--threads must be 0 or more; got {args.threads}.")
@@ -70,6 +105,8 @@ def translate_main(argv=None):
     if args.n_best < 1:
         parser.error(f"--n-best must be at least 1; got {args.n_best}.")
     sampling = _sampling(parser, args)
+    if sampling and (args.constraints or args.glossary or args.prefix):
+        parser.error("--constraints, --glossary and --prefix steer beam search; they do not combine with sampling.")
     from keras_transformer.export import loading  # noqa: PLC0415
 
     try:
@@ -79,13 +116,18 @@ def translate_main(argv=None):
         lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="replace")
         with lines:
             sentences = [line.rstrip("\n") for line in lines]
+        constraints, prefixes = read_terms(sentences, args.constraints, args.glossary, args.prefix)
+        if args.n_best > 1:
+            output = list(loading.n_best_lines(translator, sentences, args.batch_size, constraints, prefixes))
+        else:
+            output = loading.translate_lines(translator, sentences, args.batch_size, constraints, prefixes)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"translate.py: error: {error}\n")
     if args.n_best > 1:
-        for line in loading.n_best_lines(translator, sentences, args.batch_size):
+        for line in output:
             print(line)
         return 0
-    for translation in loading.translate_lines(translator, sentences, args.batch_size):
+    for translation in output:
         # One line per input, even when a (sampled) translation holds a line break.
         print(translation.replace("\r", " ").replace("\n", " "))
     return 0
@@ -105,6 +147,12 @@ def evaluate_main(argv=None):
     parser.add_argument("--batch-size", type=int, default=64, help="Sentences per decoding batch.")
     parser.add_argument("--output", default=None,
                         help="Hypotheses file (default: <model-dir>/<split>.hypotheses.txt).")
+    parser.add_argument("--constraints", default=None, metavar="FILE",
+                        help="Target phrases per source sentence of the split, as translate.py takes them: the "
+                        "split is decoded with and without them, and the term-use rate of both is reported (the "
+                        "constrained hypotheses go to --output, the others beside it, .unconstrained.txt).")
+    parser.add_argument("--glossary", default=None, metavar="TSV",
+                        help="'source term<TAB>target term' lines, as translate.py takes them; as --constraints.")
     decoding_flags(parser)
     args = parser.parse_args(argv)
     from keras_transformer.data import sources  # noqa: PLC0415
@@ -116,11 +164,32 @@ def evaluate_main(argv=None):
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"evaluate.py: error: {error}\n")
     output = args.output or RunDir(args.model_dir).hypotheses_path(args.split)
-    result = evaluation.evaluate(translator, sentences, references, output, args.batch_size)
+    try:
+        constraints, _ = read_terms(sentences, args.constraints, args.glossary)
+    except (FileNotFoundError, ValueError) as error:
+        parser.exit(1, f"evaluate.py: error: {error}\n")
+    if constraints is None:
+        _print_evaluation(evaluation.evaluate(translator, sentences, references, output, args.batch_size))
+        return 0
+    from keras_transformer.decoding.terminology import term_use  # noqa: PLC0415
+
+    unconstrained = os.path.splitext(output)[0] + ".unconstrained.txt"
+    for label, path, terms in (("unconstrained", unconstrained, None), ("constrained", output, constraints)):
+        try:
+            result = evaluation.evaluate(translator, sentences, references, path, args.batch_size, terms)
+        except ValueError as error:
+            parser.exit(1, f"evaluate.py: error: {error}\n")
+        used, total = term_use(result["hypotheses"], constraints)
+        print(f"{label}:")
+        _print_evaluation(result)
+        print(f"term use  {100.0 * used / max(total, 1):.2f}% ({used} of {total} constraints)")
+    return 0
+
+
+def _print_evaluation(result):
     print(f"sacreBLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF      {result['chrf']:.2f}  ({result['chrf_signature']})")
     print(f"hypotheses: {result['hypotheses_path']}")
-    return 0
 
 
 def plot_attention_main(argv=None):

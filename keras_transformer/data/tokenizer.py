@@ -11,6 +11,7 @@ The special ids (PAD 0, UNK 1, BOS 2, EOS 3) are fixed in
 
 import os
 
+import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -122,6 +123,14 @@ class Tokenizer(tf.Module):
             pieces = pieces[:, : int(max_length) - 1]
         eos = tf.fill([tf.shape(strings)[0], 1], EOS_ID)
         return tf.concat([pieces, eos], axis=1)
+
+    def continues_word(self):
+        """(V,) bool NumPy array: the pieces that continue a word (they start
+        with a letter, a digit or "_" and not with SentencePiece's word
+        start "▁"); control and byte pieces do not."""
+        processor = spm.SentencePieceProcessor(model_proto=self.model_proto)  # plain Python: works while tracing
+        texts = [processor.id_to_piece(i) for i in range(self.vocab_size)]
+        return np.array([bool(text) and (text[0].isalnum() or text[0] == "_") for text in texts])
 
     def detokenize(self, ids):
         """(B, L) int ids, dense or ragged -> (B,) strings.

@@ -36,12 +36,16 @@ def exact_match(hypotheses, references):
     return 100.0 * sum(h.strip() == r.strip() for h, r in zip(hypotheses, references)) / len(hypotheses)
 
 
-def evaluate(translator, sentences, references, hypotheses_path=None, batch_size=64):
-    """Translates `sentences`, scores them, and writes the hypotheses one per line.
+def evaluate(translator, sentences, references, hypotheses_path=None, batch_size=64, constraints=None,
+             prefixes=None):
+    """Translates `sentences` (with `constraints` and `prefixes`, as
+    `Translator.translate` takes them), scores them, and writes the
+    hypotheses one per line.
 
     Returns the `score` dict plus "hypotheses" (list) and "hypotheses_path".
     """
-    hypotheses = translator.translate(sentences, batch_size=batch_size).best
+    terms = {} if constraints is None and prefixes is None else {"constraints": constraints, "prefixes": prefixes}
+    hypotheses = translator.translate(sentences, batch_size=batch_size, **terms).best
     result = score(hypotheses, references)
     if hypotheses_path:
         os.makedirs(os.path.dirname(os.path.abspath(hypotheses_path)), exist_ok=True)

@@ -66,7 +66,7 @@ def log_probs(hypotheses, alpha):
     return hypotheses.scores * length_penalty(lengths(hypotheses.ids), alpha)
 
 
-def _normalized(hypotheses, alpha):
+def normalized(hypotheses, alpha):
     """`hypotheses` whose scores are summed log-probabilities -> the same with
     scores divided by the length penalty at `alpha`, as beam search's."""
     return Hypotheses(hypotheses.ids, hypotheses.scores / length_penalty(lengths(hypotheses.ids), alpha))
@@ -85,7 +85,7 @@ def output_limits(source_ids, max_length=None, extra=DEFAULT_EXTRA_LENGTH):
     return limits, tf.maximum(tf.reduce_max(limits), 1)
 
 
-def _written_at(ids, step, tokens):
+def written_at(ids, step, tokens):
     """`ids` (..., L+1) with position `step + 1` set to `tokens` (...)."""
     at_next = tf.equal(tf.range(tf.shape(ids)[-1]), step + 1)  # (L+1,)
     return tf.where(at_next, tokens[..., None], ids)
@@ -126,7 +126,7 @@ def _drop_finished(done, loop, results, beam_rows, rows_per_sentence):
     return loop._replace(order=order, outputs=outputs, state=state, cache=cache)
 
 
-def _search(cache, state, advance, done, results, loop_length, rows_per_sentence, drop_finished):
+def run_search(cache, state, advance, done, results, loop_length, rows_per_sentence, drop_finished):
     """Runs one search to its end; returns `Hypotheses` (B, N, L+1), BOS first.
 
     advance(step, state, cache) -> (state, cache, beam_rows): one step for
@@ -196,7 +196,7 @@ def sequential_decode(tokens_to_logits, cache, limits, loop_length, choose, drop
         next_ids = tf.where(state.finished, PAD_ID, next_ids)
         token_log_probs = tf.gather(tf.nn.log_softmax(logits), next_ids, batch_dims=1)  # (B,)
         return SequentialState(
-            ids=_written_at(state.ids, step, next_ids),
+            ids=written_at(state.ids, step, next_ids),
             finished=tf.logical_or(state.finished, tf.equal(next_ids, EOS_ID)),
             scores=state.scores + tf.where(state.finished, 0.0, token_log_probs),
             limits=state.limits), cache, None
@@ -204,7 +204,7 @@ def sequential_decode(tokens_to_logits, cache, limits, loop_length, choose, drop
     def results(state):
         return Hypotheses(state.ids[:, None], state.scores[:, None])  # (B, 1, L+1), (B, 1)
 
-    ids, scores = _search(cache, state, advance, lambda step, state: state.finished, results, loop_length,
+    ids, scores = run_search(cache, state, advance, lambda step, state: state.finished, results, loop_length,
                           1, drop_finished)
     return Hypotheses(ids[:, :, 1:], scores)
 
@@ -243,7 +243,7 @@ class BeamState(NamedTuple):
     limits: tf.Tensor  # (B,) int32: maximum output length, EOS included
 
 
-def _initial_beams(limits, beam_size, loop_length):
+def initial_beams(limits, beam_size, loop_length):
     batch, k = tf.shape(limits)[0], beam_size
     alive_ids = tf.concat(
         [tf.fill([batch, k, 1], BOS_ID), tf.fill([batch, k, loop_length], PAD_ID)], axis=2)  # (B, K, L+1)
@@ -253,7 +253,7 @@ def _initial_beams(limits, beam_size, loop_length):
                      tf.zeros([batch, k], tf.bool), limits)
 
 
-def _only_eos_at_limit(log_probs, step, limits, vocab):
+def only_eos_at_limit(log_probs, step, limits, vocab):
     """(B, K, V) log-probabilities where a sentence at its length limit may only end.
     Most steps have no sentence there, and skip two passes over the array."""
     at_limit = (step + 1 >= limits)[:, None, None]  # (B, 1, 1)
@@ -270,7 +270,7 @@ def _beam_step(state, log_probs, step, alpha, k, vocab):
     # 2K candidates are enough to keep K alive even if K of them end in EOS.
     top_log_probs, top_indices = top_k(candidates, 2 * k)  # (B, 2K), as tf.math.top_k
     top_beams, top_tokens = top_indices // vocab, top_indices % vocab  # (B, 2K)
-    top_ids = _written_at(tf.gather(state.alive_ids, top_beams, batch_dims=1), step, top_tokens)  # (B, 2K, L+1)
+    top_ids = written_at(tf.gather(state.alive_ids, top_beams, batch_dims=1), step, top_tokens)  # (B, 2K, L+1)
     ended = tf.equal(top_tokens, EOS_ID)  # (B, 2K)
     # Only EOS candidates ranked within the top K end a hypothesis (as in
     # fairseq); lower-ranked ones are dropped. With K = 1 this is greedy.
@@ -320,7 +320,7 @@ def beam_decode(tokens_to_logits, cache, beam_size, alpha, limits, loop_length, 
         log_probs = tf.nn.log_softmax(logits)  # (B*K, V)
         vocab = log_probs.shape[-1] or tf.shape(log_probs)[-1]  # static where known, as `top_k` wants
         log_probs = tf.reshape(log_probs, [-1, k, vocab])  # (B, K, V)
-        log_probs = _only_eos_at_limit(log_probs, step, state.limits, vocab)
+        log_probs = only_eos_at_limit(log_probs, step, state.limits, vocab)
         state, beam_rows = _beam_step(state, log_probs, step, alpha, k, vocab)
         return state, cache, beam_rows
 
@@ -340,7 +340,7 @@ def beam_decode(tokens_to_logits, cache, beam_size, alpha, limits, loop_length, 
         return Hypotheses(tf.where(any_finished[:, None, None], state.finished_ids, state.alive_ids),
                           tf.where(any_finished[:, None], state.finished_scores, alive_scores))
 
-    ids, scores = _search(cache, _initial_beams(limits, k, loop_length), advance, done, results, loop_length,
+    ids, scores = run_search(cache, initial_beams(limits, k, loop_length), advance, done, results, loop_length,
                           k, drop_finished)
     return Hypotheses(ids[:, :n_best, 1:], scores[:, :n_best])
 
@@ -358,26 +358,31 @@ def beam_decode(tokens_to_logits, cache, beam_size, alpha, limits, loop_length, 
 _compiled = weakref.WeakKeyDictionary()
 
 
-def _as_models(model):
+def as_models(model):
     return check_ensemble(model) if isinstance(model, (list, tuple)) else [model]
 
 
-def _compiled_search(model, key, build):
+# What a compiled search takes by default: (B, S) source ids.
+SOURCE_SIGNATURE = (tf.TensorSpec([None, None], tf.int32),)
+
+
+def compiled_search(model, key, build, signature=SOURCE_SIGNATURE):
     """One tf.function per (model or ensemble, search settings), traced for any batch and length.
 
-    build: (models, source_ids) -> outputs; called at trace time with the live models.
+    build: (models, *inputs) -> outputs; called at trace time with the live
+    models. signature: the inputs' `tf.TensorSpec`s (default: source ids).
     """
-    models = _as_models(model)
+    models = as_models(model)
     functions = _compiled.setdefault(models[0], {})
     for stale in [k for k in functions if any(ref() is None for ref in k[0])]:
         del functions[stale]  # entries of ensembles whose other members are gone
     refs = tuple(weakref.ref(m) for m in models)
     key = (refs[1:],) + key
     if key not in functions:
-        def search(source_ids):
-            return build([ref() for ref in refs], source_ids)
+        def search(*inputs):
+            return build([ref() for ref in refs], *inputs)
 
-        functions[key] = tf.function(search, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        functions[key] = tf.function(search, input_signature=list(signature))
     return functions[key]
 
 
@@ -396,8 +401,8 @@ def greedy_search_graph(model, source_ids, max_length=None, use_cache=True, extr
     """`greedy_search` without its own tf.function, to call inside another one."""
     guard = make_guard(no_repeat_ngram_size, repetition_penalty)
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
-    tokens_to_logits, cache = make_step(_as_models(model), source_ids, loop_length, 1, use_cache)
-    return _normalized(sequential_decode(tokens_to_logits, cache, limits, loop_length, arg_max, guard=guard),
+    tokens_to_logits, cache = make_step(as_models(model), source_ids, loop_length, 1, use_cache)
+    return normalized(sequential_decode(tokens_to_logits, cache, limits, loop_length, arg_max, guard=guard),
                        float(alpha))
 
 
@@ -408,11 +413,11 @@ def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperatu
     check_sampling(top_k, top_p, temperature)
     guard = make_guard(no_repeat_ngram_size, repetition_penalty)
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
-    tokens_to_logits, cache = make_step(_as_models(model), source_ids, loop_length, 1, use_cache)
+    tokens_to_logits, cache = make_step(as_models(model), source_ids, loop_length, 1, use_cache)
     choose = sampler(seed, int(top_k), float(top_p), float(temperature))
     hypotheses = sequential_decode(tokens_to_logits, cache, limits, loop_length, choose, drop_finished=False,
                                    guard=guard)
-    return _normalized(hypotheses, float(alpha))
+    return normalized(hypotheses, float(alpha))
 
 
 def beam_search_graph(model, source_ids, beam_size=PAPER_BEAM_SIZE, alpha=PAPER_ALPHA, max_length=None,
@@ -422,7 +427,7 @@ def beam_search_graph(model, source_ids, beam_size=PAPER_BEAM_SIZE, alpha=PAPER_
     check_beam_settings(beam_size, n_best, alpha)
     guard = make_guard(no_repeat_ngram_size, repetition_penalty)
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
-    tokens_to_logits, cache = make_step(_as_models(model), source_ids, loop_length, beam_size, use_cache)
+    tokens_to_logits, cache = make_step(as_models(model), source_ids, loop_length, beam_size, use_cache)
     return beam_decode(tokens_to_logits, cache, beam_size, float(alpha), limits, loop_length, n_best, guard=guard)
 
 
@@ -442,7 +447,7 @@ def greedy_search(model, source_ids, max_length=None, use_cache=True, extra_leng
     """
     check_guards(no_repeat_ngram_size, repetition_penalty)
     guards = (int(no_repeat_ngram_size), float(repetition_penalty))
-    fn = _compiled_search(
+    fn = compiled_search(
         model, ("greedy", max_length, use_cache, extra_length, guards, float(alpha)),
         lambda models, ids: greedy_search_graph(models, ids, max_length, use_cache, extra_length, *guards,
                                                 alpha=alpha),
@@ -465,7 +470,7 @@ def sample_search(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0
     check_sampling(top_k, top_p, temperature)
     check_guards(no_repeat_ngram_size, repetition_penalty)
     guards = (int(no_repeat_ngram_size), float(repetition_penalty))
-    fn = _compiled_search(
+    fn = compiled_search(
         model, ("sample", int(seed), int(top_k), float(top_p), float(temperature), max_length, use_cache,
                 extra_length, guards, float(alpha)),
         lambda models, ids: sample_search_graph(models, ids, seed, top_k, top_p, temperature, max_length,
@@ -486,7 +491,7 @@ def beam_search(model, source_ids, beam_size=PAPER_BEAM_SIZE, alpha=PAPER_ALPHA,
     check_beam_settings(beam_size, n_best, alpha)
     check_guards(no_repeat_ngram_size, repetition_penalty)
     guards = (int(no_repeat_ngram_size), float(repetition_penalty))
-    fn = _compiled_search(
+    fn = compiled_search(
         model, ("beam", beam_size, float(alpha), max_length, use_cache, n_best, extra_length, guards),
         lambda models, ids: beam_search_graph(models, ids, beam_size, alpha, max_length, use_cache, n_best,
                                               extra_length, *guards),

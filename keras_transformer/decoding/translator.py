@@ -16,6 +16,15 @@ is masked and every sentence has its own length limit).
 Every result has one shape whatever the settings: N hypotheses per
 sentence, best first, N = `n_best` for beam search and 1 otherwise.
 
+Terminology (`decoding.constrained`): beam search can be given, per
+sentence, target phrases that the translation must contain and a prefix
+that it must start with (`translate(..., constraints=, prefixes=)`, and
+`translate_constrained_strings` in the graph, where a sentence's phrases
+are one string separated by PHRASE_SEPARATOR, a tab). In the graph, the
+defined answers: a phrase that tokenizes to nothing is no constraint, and
+only a sentence's first `beam_size` phrases count; the Python API raises
+ValueError for both instead (`check_terms`).
+
 Notation: B sentences, N hypotheses per sentence, S source pieces, L output pieces.
 """
 
@@ -26,13 +35,16 @@ import tensorflow as tf
 
 from keras_transformer.config import DecodingSettings
 from keras_transformer.decoding import sampling as sampling_filters
-from keras_transformer.decoding import search
+from keras_transformer.decoding import constrained, search
 from keras_transformer.decoding.batching import in_length_order
 from keras_transformer.decoding.guards import check_guards
 from keras_transformer.decoding.step import check_ensemble
 
 
 _RUN = DecodingSettings()  # a run's defaults
+# Between the phrases of one sentence in `translate_constrained_strings` (and
+# in a constraints file's line, and in the SavedModel's `translate_constrained`).
+PHRASE_SEPARATOR = "\t"
 
 
 class Translator(tf.Module):
@@ -124,19 +136,90 @@ class Translator(tf.Module):
         return search.beam_search_graph(self._model, source_ids, self.beam_size, self.alpha, n_best=self.n_best,
                                         **common)
 
+    def encode_phrases(self, phrases):
+        """(B,) strings of PHRASE_SEPARATOR-separated phrases -> (B, C, P) int32
+        pieces, PAD-padded: a sentence's first `beam_size` phrases (the
+        beam's limit, `check_terms`), each without BOS or EOS."""
+        phrases = tf.strings.unicode_transcode(phrases, "UTF-8", "UTF-8", errors="replace")
+        split = tf.strings.split(phrases, sep=PHRASE_SEPARATOR)[:, :self.beam_size]  # ragged (B, C)
+        pieces = self.tokenizer.tokenize(split.flat_values)  # ragged (B*C, P)
+        return tf.RaggedTensor.from_row_splits(pieces, split.row_splits).to_tensor()  # (B, C, P)
+
+    def translate_constrained_ids(self, source_ids, constraints, prefixes):
+        """`translate_ids` with (B, C, P) phrases every output must contain and
+        (B, Q) prefixes it must start with (`constrained.constrained_search`)."""
+        if self.sampling is not None or self.greedy:
+            raise ValueError("Constraints and prefixes are a beam search's; this Translator samples or is greedy.")
+        return constrained.constrained_search_graph(
+            self._model, source_ids, constraints, prefixes, self.beam_size, self.alpha, n_best=self.n_best,
+            extra_length=self.extra_length, no_repeat_ngram_size=self.no_repeat_ngram_size,
+            repetition_penalty=self.repetition_penalty, continues_word=tf.constant(self.tokenizer.continues_word()))
+
+    def translate_constrained_strings(self, sentences, constraints, prefixes):
+        """`translate_strings` whose translations contain each sentence's phrases
+        (`constraints`: (B,) strings, phrases separated by PHRASE_SEPARATOR,
+        "" for none) and start with its prefix (`prefixes`: (B,) strings, ""
+        for none). Runs in-graph."""
+        sentences = tf.convert_to_tensor(sentences, tf.string)
+        prefixes = tf.strings.unicode_transcode(prefixes, "UTF-8", "UTF-8", errors="replace")
+        prefix_ids = self.tokenizer.tokenize(prefixes).to_tensor(shape=[None, None])
+        return self._strings(sentences, lambda ids: self.translate_constrained_ids(
+            ids, self.encode_phrases(constraints), prefix_ids))
+
     def translate_strings(self, sentences):
         """(B,) strings -> (translations (B, N) strings, scores (B, N) float32). Runs in-graph."""
-        sentences = tf.convert_to_tensor(sentences, tf.string)
+        return self._strings(tf.convert_to_tensor(sentences, tf.string), self.translate_ids)
+
+    def _strings(self, sentences, translate_ids):
+        """(B,) strings -> (translations (B, N), scores (B, N)) of `translate_ids`
+        on their source ids; blank sentences give "" and 0."""
         blank = tf.equal(tf.strings.length(tf.strings.strip(sentences)), 0)[:, None]  # (B, 1)
-        ids, scores = self.translate_ids(self.encode_sources(sentences))  # (B, N, L), (B, N)
+        ids, scores = translate_ids(self.encode_sources(sentences))  # (B, N, L), (B, N)
         shape = tf.shape(ids)
         flat = self.tokenizer.detokenize(tf.reshape(ids, [-1, shape[2]]))  # (B*N,)
         translations = tf.reshape(flat, shape[:2])  # (B, N)
         return tf.where(blank, "", translations), tf.where(blank, 0.0, scores)
 
-    def translate(self, sentences, batch_size=64, progress=True):
-        """Translates a Python list of str -> `Translations`."""
-        return translate_in_batches(self.compiled(), sentences, batch_size, progress)
+    def translate(self, sentences, batch_size=64, progress=True, constraints=None, prefixes=None):
+        """Translates a Python list of str -> `Translations`.
+
+        constraints: None, or one list of target phrases (str) per sentence
+            that its translation must contain; prefixes: None, or one str
+            per sentence that its translation must start with ("": none).
+            Bad ones raise ValueError (`check_terms`).
+        """
+        if constraints is None and prefixes is None:
+            return translate_in_batches(self.compiled(), sentences, batch_size, progress)
+        sentences = list(sentences)
+        constraints, prefixes = self.check_terms(sentences, constraints, prefixes)
+        joined = [PHRASE_SEPARATOR.join(phrases) for phrases in constraints]
+        return translate_in_batches(self.compiled_constrained(), list(zip(sentences, joined, prefixes)),
+                                    batch_size, progress)
+
+    def check_terms(self, sentences, constraints, prefixes):
+        """(constraints, prefixes) as lists as long as `sentences`, or
+        ValueError naming the sentence: a count that differs from the
+        sentences', a phrase holding PHRASE_SEPARATOR or tokenizing to nothing,
+        or more phrases than the beam holds (at most `beam_size` a sentence:
+        each phrase in progress needs a beam of its own to be kept)."""
+        constraints, prefixes = check_term_counts(sentences, constraints, prefixes)
+        for number, phrases in enumerate(constraints, start=1):
+            if len(phrases) > self.beam_size:
+                raise ValueError(f"Sentence {number} has {len(phrases)} constraints; beam size {self.beam_size} "
+                                 f"holds at most {self.beam_size}.")
+            for phrase in phrases:
+                if PHRASE_SEPARATOR in phrase or not self.tokenizer.tokenize(tf.constant([phrase]))[0].shape[0]:
+                    raise ValueError(f"Sentence {number}: the constraint {phrase!r} is empty or holds a tab; a "
+                                     "constraint must be a phrase of the target language.")
+        return constraints, prefixes
+
+    def compiled_constrained(self):
+        """`translate_constrained_strings` as a tf.function over three (B,) tf.string, traced once."""
+        if not hasattr(self, "_constrained_function"):
+            spec = tf.TensorSpec([None], tf.string)
+            self._constrained_function = tf.function(self.translate_constrained_strings,
+                                                     input_signature=[spec, spec, spec])
+        return self._constrained_function
 
     def __call__(self, sentences):
         """(B,) strings -> ((B, N) UTF-8 strings, (B, N) float32 scores): one
@@ -152,6 +235,17 @@ class Translator(tf.Module):
         return self._function
 
 
+def check_term_counts(sentences, constraints, prefixes):
+    """(constraints, prefixes) as lists, one entry per sentence (None: none for
+    any), or ValueError if either is given for another number of sentences."""
+    constraints = [[] for _ in sentences] if constraints is None else [list(p) for p in constraints]
+    prefixes = ["" for _ in sentences] if prefixes is None else [str(p) for p in prefixes]
+    for name, given in (("constraints", constraints), ("prefixes", prefixes)):
+        if len(given) != len(sentences):
+            raise ValueError(f"{len(given)} lines of {name} for {len(sentences)} sentences; give one per sentence.")
+    return constraints, prefixes
+
+
 class Translations(NamedTuple):
     """The translations of a list of sentences, in its order."""
 
@@ -165,7 +259,9 @@ class Translations(NamedTuple):
 
 
 def translate_in_batches(function, sentences, batch_size=64, progress=True):
-    """Runs `function((B,) tf.string) -> (translations, scores)` over a list of str.
+    """Runs `function((B,) tf.string) -> (translations, scores)` over a list of str
+    (or over a list of tuples of str, the sentence first: `function` then takes
+    one (B,) tf.string per field).
 
     `function` returns tensors or arrays of (B, N) UTF-8 bytes and (B, N)
     float scores. Sentences are batched by length (fewer padded positions)
@@ -173,11 +269,15 @@ def translate_in_batches(function, sentences, batch_size=64, progress=True):
     progress line goes to stderr. Returns `Translations`.
     """
     def run(batch):
-        out, scores = function(tf.constant(batch, tf.string))
+        if isinstance(batch[0], tuple):  # (sentence, ...) tuples: one input per field
+            out, scores = function(*(tf.constant(column, tf.string) for column in zip(*batch)))
+        else:
+            out, scores = function(tf.constant(batch, tf.string))
         return list(zip(np.asarray(out), np.asarray(scores)))
 
     sentences = list(sentences)
-    results = in_length_order(run, sentences, [len(s) for s in sentences], batch_size,
+    lengths = [len(s[0] if isinstance(s, tuple) else s) for s in sentences]
+    results = in_length_order(run, sentences, lengths, batch_size,
                               "Translated {done}/{total} sentences" if progress else None)
     texts = [[text.decode("utf-8") for text in hypotheses] for hypotheses, _ in results]
     scores = np.array([scores for _, scores in results], np.float32)  # (sentences, N)

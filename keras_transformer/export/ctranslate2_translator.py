@@ -21,6 +21,10 @@ log-probability over (length + 1)^alpha, EOS counted).
 
 The output limit is set per batch (the longest input + extra_length), not
 per sentence.
+
+Forced prefixes map to CTranslate2's own `target_prefix` (the prefix's
+pieces); CTranslate2 has no lexical constraints, so constraints raise
+ValueError here (`decoding.constrained` has them).
 """
 
 import os
@@ -28,7 +32,7 @@ import os
 import numpy as np
 
 from keras_transformer.decoding.guards import check_guards
-from keras_transformer.decoding.translator import translate_in_batches
+from keras_transformer.decoding.translator import check_term_counts, translate_in_batches
 from keras_transformer.export.settings import VOCABULARY_FILENAME, read_settings
 
 
@@ -100,10 +104,12 @@ class CTranslate2Translator:
         self.translator = ctranslate2.Translator(path, device=device, compute_type=compute_type,
                                                  intra_threads=int(threads))
 
-    def translate_batch(self, sentences):
-        """A list of str -> (list of str, (B,) float32 scores), in order."""
+    def translate_batch(self, sentences, prefixes=None):
+        """A list of str -> (list of str, (B,) float32 scores), in order;
+        `prefixes`: None, or a str per sentence its translation starts with ("": none)."""
         pieces = [self.sentencepiece.encode(s, out_type=str)[: self.max_input_length - 1] if s.strip() else []
                   for s in sentences]
+        prefix_pieces = [self.sentencepiece.encode(p, out_type=str) if p else [] for p in prefixes or []]
         todo = [i for i, p in enumerate(pieces) if p]
         translations, scores = [""] * len(sentences), np.zeros(len(sentences), np.float32)
         if not todo:
@@ -111,17 +117,29 @@ class CTranslate2Translator:
         # Ours: at most input length (EOS included) + extra pieces, EOS included.
         longest = max(len(pieces[i]) for i in todo) + 1
         limit = min(longest + self.extra_length - 1, self.max_positions - 1)
+        options = {}
+        if prefix_pieces:  # ours raises the limit to hold a prefix and its EOS
+            limit = max([limit] + [len(prefix_pieces[i]) for i in todo])
+            options["target_prefix"] = [prefix_pieces[i] or None for i in todo]
         own = self.ranking == "ctranslate2"
         results = self.translator.translate_batch(
-            [pieces[i] for i in todo], beam_size=self.beam_size, length_penalty=self.alpha if own else 0.0,
+            [pieces[i] for i in todo], **options, beam_size=self.beam_size, length_penalty=self.alpha if own else 0.0,
             num_hypotheses=1 if own else self.beam_size,
             max_decoding_length=limit, min_decoding_length=0, max_input_length=0, return_scores=True,
             no_repeat_ngram_size=self.no_repeat_ngram_size, repetition_penalty=self.repetition_penalty,
         )
+        # CTranslate2's scores leave a target prefix's pieces out; ours count them (`decoding.constrained`).
+        prefix_log_probs = np.zeros(len(sentences))
+        forced = [i for i in todo if prefix_pieces and prefix_pieces[i]]
+        if forced:
+            scored = self.translator.score_batch([pieces[i] for i in forced], [prefix_pieces[i] for i in forced])
+            for i, result in zip(forced, scored):
+                prefix_log_probs[i] = sum(result.log_probs[:-1])  # the prefix's pieces, without the EOS scored after
         for i, result in zip(todo, results):
             # Ours counts the EOS, which CTranslate2 leaves out of a hypothesis; the first of equals wins.
             lengths = np.array([len(h) + 1 for h in result.hypotheses], np.float64)
-            log_probs = np.asarray(result.scores, np.float64) * (lengths ** self.alpha if own else 1.0)
+            log_probs = (np.asarray(result.scores, np.float64) * (lengths ** self.alpha if own else 1.0)
+                         + prefix_log_probs[i])
             ranked = gnmt_scores(log_probs, lengths, self.alpha)
             best = 0 if own else int(np.argmax(ranked))
             translations[i] = self.sentencepiece.decode_pieces(result.hypotheses[best])
@@ -134,7 +152,23 @@ class CTranslate2Translator:
         translations, scores = self.translate_batch(texts)
         return np.array([[t.encode("utf-8")] for t in translations], dtype=object), scores[:, None]
 
-    def translate(self, sentences, batch_size=64, progress=True):
+    def prefixed_call(self, sentences, constraints, prefixes):
+        """`__call__` with a prefix per sentence (the constraints column is empty)."""
+        texts, prefixes = ([s.decode("utf-8", "replace") for s in np.asarray(column).tolist()]
+                           for column in (sentences, prefixes))
+        translations, scores = self.translate_batch(texts, prefixes)
+        return np.array([[t.encode("utf-8")] for t in translations], dtype=object), scores[:, None]
+
+    def translate(self, sentences, batch_size=64, progress=True, constraints=None, prefixes=None):
         """Translates a list of str in length-sorted batches, as `Translator.translate` does;
-        returns `Translations` (one hypothesis per sentence)."""
-        return translate_in_batches(self, sentences, batch_size, progress)
+        returns `Translations` (one hypothesis per sentence). `prefixes`: a str
+        per sentence (CTranslate2's `target_prefix`); constraints raise ValueError."""
+        if constraints is not None and any(constraints):
+            raise ValueError("A CTranslate2 model has no lexically constrained search; translate with a "
+                             "training directory or a SavedModel to use constraints (prefixes work here).")
+        if prefixes is None:
+            return translate_in_batches(self, sentences, batch_size, progress)
+        sentences = list(sentences)
+        _, prefixes = check_term_counts(sentences, None, prefixes)
+        return translate_in_batches(self.prefixed_call, [(s, "", p) for s, p in zip(sentences, prefixes)],
+                                    batch_size, progress)

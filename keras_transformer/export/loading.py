@@ -4,8 +4,11 @@ what `scripts/translate.py --model` and the benchmarks take.
 
 Whatever it loads, `load_translator` returns an object with the same two
 methods and result types:
-- `translate(sentences, batch_size=64, progress=True)`: a list of str ->
-  `translator.Translations` (texts and scores, in the input's order);
+- `translate(sentences, batch_size=64, progress=True, constraints=None,
+  prefixes=None)`: a list of str -> `translator.Translations` (texts and
+  scores, in the input's order); `constraints` (target phrases per
+  sentence) and `prefixes` (a str per sentence) as `Translator.translate`
+  takes them (a CTranslate2 model takes prefixes only);
 - `__call__(sentences)`: a (B,) batch of strings -> ((B, N) UTF-8 strings,
   (B, N) float32 scores), best first, as `translator.translate_in_batches`
   runs it.
@@ -17,7 +20,7 @@ import os
 import tensorflow as tf
 
 from keras_transformer.decoding import restore
-from keras_transformer.decoding.translator import translate_in_batches
+from keras_transformer.decoding.translator import PHRASE_SEPARATOR, check_term_counts, translate_in_batches
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator, is_ctranslate2_model
 from keras_transformer.export.settings import versions
 
@@ -27,7 +30,10 @@ class SavedModelTranslator:
     settings were fixed at export)."""
 
     def __init__(self, path):
-        self.signature = tf.saved_model.load(path).signatures["serving_default"]
+        self.path = path
+        signatures = tf.saved_model.load(path).signatures
+        self.signature = signatures["serving_default"]
+        self.constrained = signatures.get("translate_constrained")
 
     def __call__(self, sentences):
         """A 1-best export answers [B], an n-best one [B, N]: both as (B, N)."""
@@ -35,9 +41,23 @@ class SavedModelTranslator:
         batch = tf.shape(outputs["scores"])[0]
         return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
 
-    def translate(self, sentences, batch_size=64, progress=True):
+    def constrained_call(self, sentences, constraints, prefixes):
+        """`__call__` through the `translate_constrained` signature."""
+        outputs = self.constrained(sentences=sentences, constraints=constraints, prefixes=prefixes)
+        batch = tf.shape(outputs["scores"])[0]
+        return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
+
+    def translate(self, sentences, batch_size=64, progress=True, constraints=None, prefixes=None):
         """A list of str -> `Translations`, as `Translator.translate`."""
-        return translate_in_batches(self, sentences, batch_size, progress)
+        if constraints is None and prefixes is None:
+            return translate_in_batches(self, sentences, batch_size, progress)
+        if self.constrained is None:
+            raise ValueError(f"The SavedModel {self.path!r} has no translate_constrained signature (exported "
+                             "before constraints existed); export it again to use constraints or prefixes.")
+        sentences = list(sentences)
+        constraints, prefixes = check_term_counts(sentences, constraints, prefixes)
+        items = [(s, PHRASE_SEPARATOR.join(c), p) for s, c, p in zip(sentences, constraints, prefixes)]
+        return translate_in_batches(self.constrained_call, items, batch_size, progress)
 
 
 def find_saved_model(path):
@@ -99,16 +119,16 @@ def load_translator(path, beam_size=None, alpha=None, weights=None, threads=0, n
                                    repetition_penalty, n_best=n_best, sampling=sampling)
 
 
-def translate_lines(translator, sentences, batch_size=32):
+def translate_lines(translator, sentences, batch_size=32, constraints=None, prefixes=None):
     """The best translation of each of a list of str, in order."""
-    return translator.translate(sentences, batch_size).best
+    return translator.translate(sentences, batch_size, constraints=constraints, prefixes=prefixes).best
 
 
-def n_best_lines(translator, sentences, batch_size=32):
+def n_best_lines(translator, sentences, batch_size=32, constraints=None, prefixes=None):
     """The n-best TSV lines: `index<TAB>rank<TAB>score<TAB>translation`, index
     and rank from 0, best first; one line per hypothesis, tabs, CR and LF in a
     translation replaced by spaces. Works for one hypothesis per sentence too."""
-    translations, scores = translator.translate(sentences, batch_size)
+    translations, scores = translator.translate(sentences, batch_size, constraints=constraints, prefixes=prefixes)
     for index, (hypotheses, hypothesis_scores) in enumerate(zip(translations, scores)):
         for rank, (text, score) in enumerate(zip(hypotheses, hypothesis_scores)):
             clean = text.replace("\t", " ").replace("\n", " ").replace("\r", " ")

@@ -10,6 +10,14 @@ Signatures:
   beam search and detokenization all run in the graph.
 - `translate_ids`: `source_ids` int32 [B, S] (pieces + EOS, 0-padded) ->
   `ids` int32 [B, L] (ending in EOS, then 0) and `scores` float32 [B].
+- `translate_constrained`: `sentences` string [B], `constraints` string
+  [B] (target phrases each translation must contain, separated by a tab;
+  "" for none) and `prefixes` string [B] (what each translation must start
+  with; "" for none) -> `translations` and `scores` as `serving_default`.
+  Lexically constrained beam search (`decoding.constrained`). A phrase
+  that tokenizes to nothing is ignored, and a sentence's phrases after its
+  first beam-size ones, so one bad sentence never fails its batch. Not
+  in an export of a greedy `Translator`.
 
 Exported with n-best (`scripts/export.py --n-best N`, N > 1), the outputs
 gain an axis: `translations` string [B, N] and `scores` float32 [B, N],
@@ -56,6 +64,12 @@ def export_translator(translator, base):
             translations, scores = translations[:, 0], scores[:, 0]
         return {"translations": translations, "scores": scores}
 
+    def serve_constrained(sentences, constraints, prefixes):
+        translations, scores = translator.translate_constrained_strings(sentences, constraints, prefixes)
+        if one_best:
+            translations, scores = translations[:, 0], scores[:, 0]
+        return {"translations": translations, "scores": scores}
+
     def serve_ids(source_ids):
         ids, scores = translator.translate_ids(source_ids)  # (B, N, L), (B, N)
         if one_best:
@@ -68,6 +82,11 @@ def export_translator(translator, base):
     archive.add_endpoint(
         "translate_ids", serve_ids, input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")]
     )
+    if not translator.greedy:  # constraints steer a beam
+        archive.add_endpoint(
+            "translate_constrained", serve_constrained,
+            input_signature=[tf.TensorSpec([None], tf.string, name=name)
+                             for name in ("sentences", "constraints", "prefixes")])
     tmp = path + ".partial"
     try:
         archive.write_out(tmp, verbose=False)

@@ -45,3 +45,19 @@ def test_one_model_is_an_ensemble_of_one(tiny_run_dir):
     _, model, tokenizer = restore.restore(tiny_run_dir)
     assert Translator(model, tokenizer).models == Translator([model], tokenizer).models == [model]
     assert not hasattr(Translator(model, tokenizer), "model")  # one attribute, whatever the count
+
+
+def test_bad_constraints_and_prefixes_raise_naming_the_sentence(translator):
+    sentences = ["It is half past seven.", "three hundred twenty-one"]
+    with pytest.raises(ValueError, match=r"Sentence 2: the constraint ' ' is empty or holds a tab"):
+        translator.translate(sentences, progress=False, constraints=[["Uhr"], [" "]])
+    with pytest.raises(ValueError, match=r"Sentence 1: the constraint 'a\\tb'"):
+        translator.translate(sentences, progress=False, constraints=[["a\tb"], []])
+    with pytest.raises(ValueError, match="1 lines of prefixes for 2 sentences"):
+        translator.translate(sentences, progress=False, prefixes=["Es"])
+    with pytest.raises(ValueError, match="Sentence 1 has 5 constraints; beam size 4 holds at most 4"):
+        translator.translate(sentences, progress=False, constraints=[["a", "b", "c", "d", "e"], []])
+    # None and empty lists are no constraints: beam search's translations and scores.
+    plain = translator.translate(sentences, progress=False)
+    empty = translator.translate(sentences, progress=False, constraints=[[], []], prefixes=["", ""])
+    assert empty.texts == plain.texts and (empty.scores == plain.scores).all()

@@ -12,7 +12,7 @@ import tensorflow as tf
 import keras_transformer
 from keras_transformer import decoding
 from keras_transformer.decoding import restore
-from keras_transformer.export import saved_model, settings
+from keras_transformer.export import loading, saved_model, settings
 from tests.helpers.serving_double import SessionModel
 
 SENTENCES = ["It is half past seven.", "My brother bought two apples yesterday.", "three hundred twenty-one"]
@@ -86,12 +86,14 @@ def test_session_loader_answers_a_serialized_predict_request(exported, translato
     assert set(model.signatures) >= {"serving_default", "translate_ids"}
 
 
-def test_saved_model_cli_lists_both_signatures(exported):
+def test_saved_model_cli_lists_every_signature(exported):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     result = subprocess.run([cli, "show", "--dir", exported, "--all"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "signature_def['serving_default']" in result.stdout
     assert "signature_def['translate_ids']" in result.stdout
+    assert "signature_def['translate_constrained']" in result.stdout
+    assert "inputs['constraints'] tensor_info:" in result.stdout and "inputs['prefixes'] tensor_info:" in result.stdout
     assert "inputs['sentences'] tensor_info:" in result.stdout
     assert "outputs['translations'] tensor_info:" in result.stdout and "outputs['scores'] tensor_info:" in result.stdout
 
@@ -145,3 +147,48 @@ def test_a_failed_export_leaves_no_partial_folder(translator, tmp_path, monkeypa
         saved_model.export_translator(translator, str(tmp_path / "base"))
     assert os.listdir(tmp_path / "base") == []  # neither "1" nor "1.partial"
     assert settings.next_version(str(tmp_path / "base")) == 1
+
+
+def test_constrained_signature_equals_the_translator_on_100_sentences(exported, translator, small_corpus):
+    _, test = small_corpus
+    sentences = [source for source, _ in test[:100]]
+    # Two words of the reference per sentence as constraints, the first word of another as a prefix for some.
+    constraints = [reference.split()[-1:] + reference.split()[:1] for _, reference in test[:100]]
+    prefixes = [test[i + 1][1].split()[0] if i % 3 == 0 else "" for i in range(100)]
+    expected = translator.translate(sentences, batch_size=32, progress=False, constraints=constraints,
+                                    prefixes=prefixes)
+    serve = tf.saved_model.load(exported).signatures["translate_constrained"]
+    served, scores = [], []
+    for first in range(0, 100, 32):
+        out = serve(sentences=tf.constant(sentences[first:first + 32]),
+                    constraints=tf.constant(["\t".join(c) for c in constraints[first:first + 32]]),
+                    prefixes=tf.constant(prefixes[first:first + 32]))
+        served += [t.decode("utf-8") for t in out["translations"].numpy()]
+        scores += out["scores"].numpy().tolist()
+    assert served == expected.best
+    np.testing.assert_array_equal(np.float32(scores), expected.scores[:, 0])
+    # What translate.py runs on a SavedModel: the loader, through the same signature.
+    loaded = loading.load_translator(os.path.dirname(exported))
+    assert loaded.translate(sentences, 32, False, constraints, prefixes).best == expected.best
+    assert sum(p != "" and t.startswith(p) for t, p in zip(served, prefixes)) == sum(p != "" for p in prefixes)
+
+
+def test_session_loader_serves_constraints_and_a_bad_sentence_never_fails_its_batch(exported, translator):
+    # Phrases that tokenize to nothing and more phrases than the beam holds have defined answers.
+    constraints = ["Uhr", " \t ", "\t".join(["eins", "zwei", "drei", "vier", "fünf", "sechs"]), ""]
+    sentences = SENTENCES + ["It is half past seven."]
+    model = SessionModel(os.path.dirname(exported))
+    outputs = model.run("translate_constrained", {"sentences": np.array(sentences, object),
+                                                  "constraints": np.array(constraints, object),
+                                                  "prefixes": np.array(["", "", "", "Es"], object)})
+    model.close()
+    served = [t.decode("utf-8") for t in outputs["translations"]]
+    # Each as the Translator gives it alone: the empty phrases are none, and only the first four (beam 4) count.
+    alone = [translator.translate([sentences[0]], progress=False, constraints=[["Uhr"]]).best[0],
+             translator.translate([sentences[1]], progress=False).best[0],
+             translator.translate([sentences[2]], progress=False, constraints=[["eins", "zwei", "drei", "vier"]]
+                                  ).best[0],
+             translator.translate([sentences[3]], progress=False, prefixes=["Es"]).best[0]]
+    assert served == alone
+    assert "Uhr" in served[0] and served[3].startswith("Es")
+    assert all(word in served[2] for word in ("eins", "zwei", "drei", "vier"))

@@ -1,0 +1,11 @@
+"""See `python scripts/make_glossary.py --help`; the logic lives in keras_transformer.cli.make_glossary_main."""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quiet TensorFlow start-up logs
+
+from keras_transformer.cli import make_glossary_main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(make_glossary_main())
