@@ -260,19 +260,13 @@ def constrained_beam_decode(tokens_to_logits, cache, beam_size, alpha, limits, l
                              tf.fill([batch, k], NEG_INF), constraints, prefixes)
 
     def advance(step, state, cache):
-        ids = tf.reshape(state.beams.alive_ids[:, :, step], [-1, 1])  # (B*K, 1)
-        logits, cache = tokens_to_logits(ids, cache, step)  # (B*K, V)
-        logits = tf.cast(logits, tf.float32)
-        if guard is not None:
-            produced = state.beams.alive_ids[:, :, 1:step + 1]
-            logits = guard(logits, tf.reshape(produced, [tf.shape(logits)[0], step]))
-        log_probs = tf.nn.log_softmax(logits)
-        vocab = log_probs.shape[-1] or tf.shape(log_probs)[-1]
+        log_probs, vocab, cache = search.beam_log_probs(tokens_to_logits, state.beams.alive_ids, cache, step, k,
+                                                        guard)
         # Where each live beam is in each phrase, and which phrases its output ends with.
         progress = phrase_progress(state.beams.alive_ids, step - 1, state.constraints)  # (B, K, C)
         lengths = phrase_lengths(state.constraints)[:, None, :]
         ending = tf.equal(progress, lengths) & (lengths > 0)  # complete, met once the word closes
-        log_probs = _forced(tf.reshape(log_probs, [-1, k, vocab]), step, state, ending)  # (B, K, V)
+        log_probs = _forced(log_probs, step, state, ending)  # (B, K, V)
         log_probs = search.only_eos_at_limit(log_probs, step, state.limits, vocab)
         state, beam_rows = _constrained_step(state, log_probs, step, alpha, k, vocab, progress, ending,
                                              continues_word)
@@ -289,11 +283,7 @@ def constrained_beam_decode(tokens_to_logits, cache, beam_size, alpha, limits, l
         return tf.logical_or(nth_finished > best_alive, step >= beams.limits)
 
     def results(state):
-        beams = state.beams
-        any_finished = tf.reduce_any(beams.finished_flags, axis=1)
-        alive_scores = beams.alive_log_probs / search.length_penalty(loop_length, alpha)
-        return search.Hypotheses(tf.where(any_finished[:, None, None], beams.finished_ids, beams.alive_ids),
-                                 tf.where(any_finished[:, None], beams.finished_scores, alive_scores))
+        return search.beam_results(state.beams, alpha, loop_length)
 
     ids, scores = search.run_search(cache, state, advance, done, results, loop_length, k, drop_finished)
     return search.Hypotheses(ids[:, :n_best, 1:], scores[:, :n_best])

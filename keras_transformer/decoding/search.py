@@ -262,6 +262,31 @@ def only_eos_at_limit(log_probs, step, limits, vocab):
                    lambda: log_probs)
 
 
+def beam_log_probs(tokens_to_logits, alive_ids, cache, step, k, guard=None):
+    """(log_probs (B, K, V) float32, V, cache): the next-piece log-probabilities
+    of the K live beams `alive_ids` (B, K, L+1) at `step`, `guard` applied to
+    the logits; V static where known, as `top_k` wants."""
+    ids = tf.reshape(alive_ids[:, :, step], [-1, 1])  # (B*K, 1)
+    logits, cache = tokens_to_logits(ids, cache, step)  # (B*K, V)
+    logits = tf.cast(logits, tf.float32)
+    if guard is not None:
+        produced = alive_ids[:, :, 1:step + 1]  # (B, K, step): each beam's tokens so far
+        logits = guard(logits, tf.reshape(produced, [tf.shape(logits)[0], step]))  # (B*K, V)
+    log_probs = tf.nn.log_softmax(logits)  # (B*K, V)
+    vocab = log_probs.shape[-1] or tf.shape(log_probs)[-1]
+    return tf.reshape(log_probs, [-1, k, vocab]), vocab, cache
+
+
+def beam_results(beams, alpha, loop_length):
+    """`Hypotheses` (B, K, L+1) of a `BeamState` as it stands: each sentence's
+    finished hypotheses, or its live beams if none has finished (only
+    possible if the loop ended early on the global length)."""
+    any_finished = tf.reduce_any(beams.finished_flags, axis=1)  # (B,)
+    alive_scores = beams.alive_log_probs / length_penalty(loop_length, alpha)
+    return Hypotheses(tf.where(any_finished[:, None, None], beams.finished_ids, beams.alive_ids),
+                      tf.where(any_finished[:, None], beams.finished_scores, alive_scores))
+
+
 def _beam_step(state, log_probs, step, alpha, k, vocab):
     """The new state from (B, K, V) next-token log-probabilities, and (B*K,)
     the row of the old beam each new live beam continues."""
@@ -311,15 +336,7 @@ def beam_decode(tokens_to_logits, cache, beam_size, alpha, limits, loop_length, 
     k = beam_size
 
     def advance(step, state, cache):
-        ids = tf.reshape(state.alive_ids[:, :, step], [-1, 1])  # (B*K, 1)
-        logits, cache = tokens_to_logits(ids, cache, step)  # (B*K, V)
-        logits = tf.cast(logits, tf.float32)
-        if guard is not None:
-            produced = state.alive_ids[:, :, 1:step + 1]  # (B, K, step): each beam's tokens so far
-            logits = guard(logits, tf.reshape(produced, [tf.shape(logits)[0], step]))  # (B*K, V)
-        log_probs = tf.nn.log_softmax(logits)  # (B*K, V)
-        vocab = log_probs.shape[-1] or tf.shape(log_probs)[-1]  # static where known, as `top_k` wants
-        log_probs = tf.reshape(log_probs, [-1, k, vocab])  # (B, K, V)
+        log_probs, vocab, cache = beam_log_probs(tokens_to_logits, state.alive_ids, cache, step, k, guard)
         log_probs = only_eos_at_limit(log_probs, step, state.limits, vocab)
         state, beam_rows = _beam_step(state, log_probs, step, alpha, k, vocab)
         return state, cache, beam_rows
@@ -333,12 +350,7 @@ def beam_decode(tokens_to_logits, cache, beam_size, alpha, limits, loop_length, 
         return tf.logical_or(nth_finished > best_alive, step >= state.limits)  # (B,)
 
     def results(state):
-        # Each sentence's finished hypotheses, or its live beams if none has
-        # finished (only possible if the loop ended early on the global length).
-        any_finished = tf.reduce_any(state.finished_flags, axis=1)  # (B,)
-        alive_scores = state.alive_log_probs / length_penalty(loop_length, alpha)
-        return Hypotheses(tf.where(any_finished[:, None, None], state.finished_ids, state.alive_ids),
-                          tf.where(any_finished[:, None], state.finished_scores, alive_scores))
+        return beam_results(state, alpha, loop_length)
 
     ids, scores = run_search(cache, initial_beams(limits, k, loop_length), advance, done, results, loop_length,
                           k, drop_finished)

@@ -203,12 +203,15 @@ class Translator(tf.Module):
         or more phrases than the beam holds (at most `beam_size` a sentence:
         each phrase in progress needs a beam of its own to be kept)."""
         constraints, prefixes = check_term_counts(sentences, constraints, prefixes)
-        for number, phrases in enumerate(constraints, start=1):
-            if len(phrases) > self.beam_size:
-                raise ValueError(f"Sentence {number} has {len(phrases)} constraints; beam size {self.beam_size} "
+        phrases = [phrase for given in constraints for phrase in given]
+        pieces = iter(self.tokenizer.tokenize(tf.constant(phrases, tf.string)).row_lengths().numpy().tolist()
+                      if phrases else [])  # one call for all of them, in order
+        for number, given in enumerate(constraints, start=1):
+            if len(given) > self.beam_size:
+                raise ValueError(f"Sentence {number} has {len(given)} constraints; beam size {self.beam_size} "
                                  f"holds at most {self.beam_size}.")
-            for phrase in phrases:
-                if PHRASE_SEPARATOR in phrase or not self.tokenizer.tokenize(tf.constant([phrase]))[0].shape[0]:
+            for phrase in given:
+                if not next(pieces) or PHRASE_SEPARATOR in phrase:
                     raise ValueError(f"Sentence {number}: the constraint {phrase!r} is empty or holds a tab; a "
                                      "constraint must be a phrase of the target language.")
         return constraints, prefixes

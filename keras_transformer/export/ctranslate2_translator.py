@@ -148,15 +148,14 @@ class CTranslate2Translator:
 
     def __call__(self, sentences):
         """(B,) tf.string or bytes -> (B, 1) UTF-8 bytes and (B, 1) scores, as `translate_in_batches` expects."""
-        texts = [s.decode("utf-8", "replace") if isinstance(s, bytes) else s for s in np.asarray(sentences).tolist()]
-        translations, scores = self.translate_batch(texts)
-        return np.array([[t.encode("utf-8")] for t in translations], dtype=object), scores[:, None]
+        return self.prefixed_call(sentences, None, None)
 
     def prefixed_call(self, sentences, constraints, prefixes):
-        """`__call__` with a prefix per sentence (the constraints column is empty)."""
-        texts, prefixes = ([s.decode("utf-8", "replace") for s in np.asarray(column).tolist()]
-                           for column in (sentences, prefixes))
-        translations, scores = self.translate_batch(texts, prefixes)
+        """`__call__` with a prefix per sentence, or None (the constraints column is unused)."""
+        def texts(column):
+            return [s.decode("utf-8", "replace") if isinstance(s, bytes) else s for s in np.asarray(column).tolist()]
+
+        translations, scores = self.translate_batch(texts(sentences), None if prefixes is None else texts(prefixes))
         return np.array([[t.encode("utf-8")] for t in translations], dtype=object), scores[:, None]
 
     def translate(self, sentences, batch_size=64, progress=True, constraints=None, prefixes=None):

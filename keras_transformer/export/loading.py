@@ -36,16 +36,11 @@ class SavedModelTranslator:
         self.constrained = signatures.get("translate_constrained")
 
     def __call__(self, sentences):
-        """A 1-best export answers [B], an n-best one [B, N]: both as (B, N)."""
-        outputs = self.signature(sentences=tf.convert_to_tensor(sentences, tf.string))
-        batch = tf.shape(outputs["scores"])[0]
-        return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
+        return _as_n_best(self.signature(sentences=tf.convert_to_tensor(sentences, tf.string)))
 
     def constrained_call(self, sentences, constraints, prefixes):
         """`__call__` through the `translate_constrained` signature."""
-        outputs = self.constrained(sentences=sentences, constraints=constraints, prefixes=prefixes)
-        batch = tf.shape(outputs["scores"])[0]
-        return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
+        return _as_n_best(self.constrained(sentences=sentences, constraints=constraints, prefixes=prefixes))
 
     def translate(self, sentences, batch_size=64, progress=True, constraints=None, prefixes=None):
         """A list of str -> `Translations`, as `Translator.translate`."""
@@ -58,6 +53,13 @@ class SavedModelTranslator:
         constraints, prefixes = check_term_counts(sentences, constraints, prefixes)
         items = [(s, PHRASE_SEPARATOR.join(c), p) for s, c, p in zip(sentences, constraints, prefixes)]
         return translate_in_batches(self.constrained_call, items, batch_size, progress)
+
+
+def _as_n_best(outputs):
+    """A signature's (translations, scores): a 1-best export answers [B], an
+    n-best one [B, N]; both as (B, N)."""
+    batch = tf.shape(outputs["scores"])[0]
+    return tf.reshape(outputs["translations"], [batch, -1]), tf.reshape(outputs["scores"], [batch, -1])
 
 
 def find_saved_model(path):

@@ -58,23 +58,18 @@ def export_translator(translator, base):
     # sentence ([B]), an n-best export N of them ([B, N]).
     one_best = translator.n_best == 1
 
+    def answer(names, outputs):  # (B, N, ...) outputs, keyed by `names`, as the contract wants them
+        return {name: output[:, 0] if one_best else output for name, output in zip(names, outputs)}
+
     def serve(sentences):
-        translations, scores = translator.translate_strings(sentences)  # (B, N) each
-        if one_best:
-            translations, scores = translations[:, 0], scores[:, 0]
-        return {"translations": translations, "scores": scores}
+        return answer(("translations", "scores"), translator.translate_strings(sentences))  # (B, N) each
 
     def serve_constrained(sentences, constraints, prefixes):
-        translations, scores = translator.translate_constrained_strings(sentences, constraints, prefixes)
-        if one_best:
-            translations, scores = translations[:, 0], scores[:, 0]
-        return {"translations": translations, "scores": scores}
+        return answer(("translations", "scores"),
+                      translator.translate_constrained_strings(sentences, constraints, prefixes))
 
     def serve_ids(source_ids):
-        ids, scores = translator.translate_ids(source_ids)  # (B, N, L), (B, N)
-        if one_best:
-            ids, scores = ids[:, 0], scores[:, 0]
-        return {"ids": ids, "scores": scores}
+        return answer(("ids", "scores"), translator.translate_ids(source_ids))  # (B, N, L), (B, N)
 
     archive.add_endpoint(
         "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="sentences")]
