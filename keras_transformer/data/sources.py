@@ -65,10 +65,10 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, v
         if not pairs:
             raise ValueError(f"No usable sentence pairs in {spec!r} for split {split!r}; "
                              f"pass --{split} with a held-out set.")
-        return _from_pairs(pairs), ReadStats(read=len(pairs))
+        return from_pairs(pairs), ReadStats(read=len(pairs))
     if split in explicit and explicit[split]:
         pairs = read_held_out(explicit[split])
-        return _from_pairs(pairs), ReadStats(read=len(pairs))
+        return from_pairs(pairs), ReadStats(read=len(pairs))
     try:
         builder = tfds.builder(spec, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError as error:
@@ -154,7 +154,8 @@ def sample_training_pairs(data, k, seed=0):
     return reservoir_sample(pairs, k, seed)
 
 
-def _from_pairs(pairs):
+def from_pairs(pairs):
+    """A tf.data.Dataset of (source, target) tf.string scalars from in-memory (str, str) pairs."""
     sources, targets = zip(*pairs)
     return tf.data.Dataset.from_tensor_slices((list(sources), list(targets)))
 

@@ -3,8 +3,8 @@
 `choose(config, corpus, budget_minutes, probe, fixed)` picks what the user
 did not set, from the corpus' size (`data.corpus_size.CorpusSize`) and from
 what the budget buys on this machine (`probe(preset, vocab_size,
-batch_tokens, length)` -> seconds per update), and says why, one line
-per choice:
+batch_tokens, max_length)` -> seconds per update of that model trained on
+the corpus' batches), and says why, one line per choice:
 
 - vocabulary: by the corpus' words. Sennrich and Zhang (2019) found small
   corpora translate better with smaller subword vocabularies; here a real
@@ -184,25 +184,26 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
                  f"{words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct words in a "
                  "sample (smaller corpora, smaller vocabularies)")
     batch_tokens = config.batch_tokens if "batch_tokens" in fixed else BATCH_TOKENS
-    # The probe's rows are as long as a batch's pairs are on average, weighted by their tokens.
-    length = corpus.batch_words * PIECES_PER_WORD
+    # The probe trains on the run's own batches, cut where the run will cut them.
+    cut = config.max_length if "max_length" in fixed else max_length_for(corpus.long_words)
+    length = corpus.batch_words * PIECES_PER_WORD  # a batch's rows, on average over its tokens
     if "preset" in fixed:
         preset = pick("preset", config.preset, "")
-        seconds = probe(preset, vocab, batch_tokens, length)
+        seconds = probe(preset, vocab, batch_tokens, cut)
     else:
-        seconds = probe("small", vocab, batch_tokens, length)
+        seconds = probe("small", vocab, batch_tokens, cut)
         base_updates = budget_seconds / (seconds * _flops_ratio("base", "small", vocab, length))
         preset = pick("preset", "base" if base_updates >= BASE_MIN_UPDATES else "small",
                       f"the budget buys the base preset about {base_updates:,.0f} updates "
                       f"({'at least' if base_updates >= BASE_MIN_UPDATES else 'fewer than'} {BASE_MIN_UPDATES:,})")
         if preset != "small":
-            seconds = probe(preset, vocab, batch_tokens, length)
+            seconds = probe(preset, vocab, batch_tokens, cut)
     updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
     if "batch_tokens" not in fixed and preset in SHORT_RUN_PRESETS and updates < SHORT_RUN_UPDATES:
         batch_tokens = pick("batch_tokens", SHORT_RUN_BATCH_TOKENS,
                             f"{BATCH_TOKENS:,}-token batches would buy about {updates:,.0f} updates (fewer than "
                             f"{SHORT_RUN_UPDATES:,}): early in training, smaller batches learn more per token")
-        seconds = probe(preset, vocab, batch_tokens, length)
+        seconds = probe(preset, vocab, batch_tokens, cut)
         updates = budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE) / seconds
     else:
         pick("batch_tokens", BATCH_TOKENS, f"the paper's {PAPER_BATCH_TOKENS:,} per side, scaled to this machine")

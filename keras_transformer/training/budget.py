@@ -1,7 +1,7 @@
 """Training to a time budget (`--time-budget MINUTES`): the run fits its schedule to the minutes it has.
 
-Before training, `probe_seconds_per_update` times a few updates of the
-run's model on a synthetic batch of the run's size, and `plan` turns the
+Before training, `probe_seconds_per_update` times updates of the run's
+model on the run's own batches, as the run will train, and `plan` turns the
 budget into updates: the run's length (`steps`, an upper bound), its
 checkpoint interval and its warm-up. During training the `TimeBudget`
 callback measures the real time per update (the run's mean, or its latest
@@ -37,7 +37,6 @@ import os
 import time
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_transformer.config import PAPER_WARMUP_STEPS
@@ -76,6 +75,20 @@ EXPORT_SECONDS = 20.0
 # learning rate's end, placed at the updates the time left allows, should be
 # where training will stop, not past it.
 RECENT_UPDATES = 50
+# The probe (`probe_seconds_per_update`) times PROBE_UPDATES updates of `fit`
+# on the run's own batches after PROBE_UNTIMED untimed ones (the first two
+# trace the train step; from the third batch shape on, Keras' relaxed
+# shapes need no new trace). On a 2-core VM the same updates' mean moved
+# by up to 14% between two 60-update timings in one process (0.50 and
+# 0.57 s on LibreOffice, mixed_bfloat16), so the probe times more than the
+# handful it used to (6). LibreOffice's real batches timed as a synthetic
+# batch of their mean length did (0.49 and 0.50 s): the corpus' shapes are
+# timed as they are rather than modelled.
+PROBE_UNTIMED = 4
+PROBE_UPDATES = 16
+# The probe's batches come from this many training pairs drawn at random: a
+# few dozen batches of 4,096 tokens on LibreOffice (20 words a side).
+PROBE_PAIRS = 5000
 # The parts of a budgeted command, in order (`budget.json`'s "parts").
 PARTS = ("training", "choice", "test", "export")
 
@@ -121,33 +134,21 @@ def with_interval(plan, interval):
     return dataclasses.replace(plan, interval=interval, max_updates=interval * math.ceil(3 * plan.updates / interval))
 
 
-def synthetic_batch(vocab_size, batch_tokens, mean_length, seed=0):
-    """((source, target_in), target_out) of rows `mean_length` tokens long holding
-    about `batch_tokens` tokens per side: what one update costs on average."""
-    length = max(2, int(round(mean_length)))
-    rows = max(1, batch_tokens // length)
-    rng = np.random.default_rng(seed)
-    source = rng.integers(4, vocab_size, size=(rows, length)).astype("int32")
-    target = rng.integers(4, vocab_size, size=(rows, length + 1)).astype("int32")
-    return (source, target[:, :-1]), target[:, 1:]
+def probe_seconds_per_update(model, batches, updates=PROBE_UPDATES, untimed=PROBE_UNTIMED, clock=time.perf_counter):
+    """Seconds per update of a compiled `model` trained by `fit` on `batches`
+    (the run's own repeating tf.data pipeline), timed as `TimeBudget` times a
+    run: from one update's end to the next, so the input pipeline and the fit
+    loop count. The first `untimed` updates are left out (they trace the
+    train step for the first batch shapes and fill the shuffle buffers).
+    The model's weights and optimizer state change."""
+    ends = []
 
+    class Clock(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            ends.append(clock())
 
-def probe_seconds_per_update(model, batch, updates=6, untimed=2, clock=time.perf_counter):
-    """Seconds per update of a compiled `model` on `batch`, after `untimed`
-    updates (the first traces; the next lets the kernels settle). The model's
-    weights and optimizer are left as they were."""
-    weights = model.get_weights()
-    x, y = batch
-    for _ in range(untimed):
-        model.train_on_batch(x, y)
-    start = clock()
-    for _ in range(updates):
-        model.train_on_batch(x, y)
-    seconds = (clock() - start) / updates
-    model.set_weights(weights)
-    for variable in model.optimizer.variables:
-        variable.assign(ops.zeros_like(variable))
-    return seconds
+    model.fit(batches, epochs=1, steps_per_epoch=untimed + updates, verbose=0, callbacks=[Clock()])
+    return (ends[-1] - ends[untimed - 1]) / updates
 
 
 def process_start(clock=time.monotonic):

@@ -21,7 +21,7 @@ import time
 import keras
 
 from keras_transformer.config import INHERITED_BY_INIT_FROM, RESUME_MUST_MATCH, parse_minutes
-from keras_transformer.data import corpus_size, sources
+from keras_transformer.data import corpus_size, pipeline, sources
 from keras_transformer.decoding import evaluation
 from keras_transformer.decoding.restore import make_translator
 from keras_transformer.export import saved_model
@@ -30,6 +30,7 @@ from keras_transformer.modeling.precision import resolve_precision
 from keras_transformer.modeling.transformer import build_transformer
 from keras_transformer.run_dir import RunDir, default_export_dir, default_model_dir
 from keras_transformer.training import auto_config, budget, distribution, fine_tuning, model_choice, trainer
+from keras_transformer.training.vocabulary import load_tokenizer
 
 
 def with_default_folders(config):
@@ -71,16 +72,34 @@ def _blocks_resolved(config):
     return dataclasses.replace(config, norm_first=presets.resolved_norm_first(config.preset, config.norm_first))
 
 
-def probe(config):
-    """`probe(preset, vocab_size, batch_tokens, length)` -> seconds per update
-    of that model on this machine, in the run's precision, on a batch of
-    `batch_tokens` tokens in rows `length` pieces long."""
-    def seconds(preset, vocab_size, batch_tokens, length):
-        keras.utils.set_random_seed(config.seed)
-        model = build_transformer(preset, vocab_size, config.precision, config.dropout, config.norm_first)
-        trainer.compile_model(model, config.training)
-        batch = budget.synthetic_batch(vocab_size, batch_tokens, length)
-        return budget.probe_seconds_per_update(model, batch)
+def probe(config, run_dir):
+    """`probe(preset, vocab_size, batch_tokens, max_length)` -> seconds per
+    update of that model on this machine, in the run's precision, trained by
+    `fit` on batches of the run's pipeline (`budget.probe_seconds_per_update`).
+    The batches come from a uniform sample of the training pairs held in
+    memory (`budget.PROBE_PAIRS`): the file reader's thread stays out, as a
+    training iterator dropped mid-stream with it behind could hang. The first
+    call trains the run's vocabulary of `vocab_size` pieces into `run_dir`,
+    where training then finds it; a preset's model is built once and timed at
+    each batch size asked for."""
+    models, tokenizers, sample = {}, {}, []
+    # Before any tokenizer is made: seeding drops the kernels that hold their vocabularies.
+    keras.utils.set_random_seed(config.seed)
+
+    def seconds(preset, vocab_size, batch_tokens, max_length):
+        data = dataclasses.replace(config.data, vocab_size=vocab_size)
+        if vocab_size not in tokenizers:  # kept: its batches need its resource
+            tokenizers[vocab_size] = load_tokenizer(data, run_dir, config.init_from)
+        tokenizer = tokenizers[vocab_size]
+        if preset not in models:
+            model = build_transformer(preset, tokenizer.vocab_size, config.precision, config.dropout,
+                                      config.norm_first)
+            models[preset] = trainer.compile_model(model, config.training)
+        if not sample:
+            sample.extend(sources.sample_training_pairs(data, budget.PROBE_PAIRS, seed=config.seed))
+        batches = pipeline.make_batches(sources.from_pairs(sample), tokenizer, batch_tokens, max_length,
+                                        training=True, seed=config.seed)
+        return budget.probe_seconds_per_update(models[preset], batches)
 
     return seconds
 
@@ -105,7 +124,7 @@ def plan_budget(config, run_dir, started, fixed=()):
         raise ValueError("--time-budget plans the run on one device; use --strategy default.")
     print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
     corpus = corpus_size.measure(config.data)
-    config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config), fixed)
+    config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir), fixed)
     plan = budget.plan(budget_seconds, time.monotonic() - started, seconds,
                        max_warmup=auto_config.reference_warmup(config.preset, config.norm_first),
                        test_sentences=len(sources.read_split(config.data, "test")[0]),

@@ -47,14 +47,14 @@ def test_the_length_cut_keeps_the_long_pairs(long_words, length):
 
 
 def fake_probe(seconds_by_preset):
-    calls, lengths = [], []
+    calls, cuts = [], []
 
-    def probe(preset, vocab_size, batch_tokens, length):
+    def probe(preset, vocab_size, batch_tokens, max_length):
         calls.append((preset, vocab_size, batch_tokens))
-        lengths.append(length)
+        cuts.append(max_length)
         return seconds_by_preset.get((preset, batch_tokens), seconds_by_preset.get(preset))
 
-    probe.lengths = lengths
+    probe.cuts = cuts
     return probe, calls
 
 
@@ -66,12 +66,12 @@ def test_a_small_corpus_on_a_cpu_budget_gets_the_small_preset_and_says_why():
     config, why, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 50 * 60.0, probe)
     assert (config.vocab_size, config.preset, config.batch_tokens, config.max_length) == (8000, "small", 4096, 112)
     assert config.label_smoothing == 0.1 and config.bleu_sentences == 200
-    real = 1.2  # the probe's time: its batch is as long as the corpus' batches are on average
+    real = 1.2  # the probe's time on the corpus' own batches
     epochs = auto_config.epochs(50 * 60.0 * (1 - auto_config.FIRST_OVERHEAD_SHARE) / real, 4096, LIBREOFFICE_LIKE)
     assert config.dropout == auto_config.dropout_for(epochs) == 0.0  # about 8 epochs
     assert seconds == pytest.approx(real)  # probed without dropout, as it trains
     assert calls == [("small", 8000, 4096)]  # the base preset was priced, not built; 4,096 buys 2,200 updates
-    assert probe.lengths == [pytest.approx(31.0 * auto_config.PIECES_PER_WORD)]  # the batches' length, not the mean
+    assert probe.cuts == [config.max_length]  # its batches are cut where the run's will be
     assert any(line.startswith("preset small: the budget buys the base preset about") for line in why)
     assert any(line.startswith("vocab_size 8000: 0.76M words in 20,000 pairs, 18,000 distinct") for line in why)
     assert config.norm_first is True  # a few hundred updates

@@ -345,6 +345,22 @@ def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_v
         "(planned 0.4)")
 
 
+def test_the_probe_times_fit_from_one_updates_end_to_the_next_after_the_untimed_ones():
+    """The first updates trace and fill buffers (slow here); the figure is the
+    timed updates' mean, measured through `fit` as the run measures itself."""
+    import tensorflow as tf
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    batches = tf.data.Dataset.from_tensors((np.ones((4, 3), "float32"), np.ones((4, 1), "float32"))).repeat()
+    steps = [30.0, 15.0, 5.0, 2.0] + [0.5] * 15 + [1.5]  # four untimed updates, then sixteen, one slow
+    ends = iter(np.cumsum(steps))
+    seconds = budget.probe_seconds_per_update(model, batches, updates=16, untimed=4, clock=lambda: next(ends))
+    assert seconds == pytest.approx((15 * 0.5 + 1.5) / 16)
+    assert int(model.optimizer.iterations.numpy()) == 20  # no update more or fewer than asked
+    assert next(ends, None) is None  # each update's end read the clock once
+
+
 def test_a_budget_counts_from_the_process_start():
     """A process that slept a second before asking has spent that second."""
     import subprocess

@@ -176,6 +176,42 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     assert code == 1 and "--time-budget 0.0166667 minutes leaves time for" in err and "Give at least" in err
 
 
+def test_the_probe_trains_the_runs_model_on_its_own_batches_and_vocabulary(tmp_path, small_corpus, monkeypatch):
+    """The recipe's probe times the corpus' real batches, cut where the run
+    cuts them, with the run's vocabulary trained into its folder (training
+    then uses it); one model per preset, timed at each batch size."""
+    from keras_transformer.config import RunConfig
+    from keras_transformer.data.tokenizer import Tokenizer
+    from keras_transformer.run_dir import RunDir
+    from keras_transformer.training import budget, recipe
+    from tests.conftest import write_tsv
+
+    train, _ = small_corpus
+    corpus = write_tsv(tmp_path / "c.tsv", train)
+    run_dir = RunDir(str(tmp_path / "run"))
+    probed = []
+
+    def timed(model, batches, **timing):
+        (source, _), target = next(iter(batches.take(1)))
+        probed.append((model, source.shape[0] * source.shape[1], max(source.shape[1], target.shape[1]),
+                       source.numpy()))
+        return 0.25
+
+    monkeypatch.setattr(budget, "probe_seconds_per_update", timed)
+    config = RunConfig(dataset=corpus, precision="float32", time_budget="5")
+    probe = recipe.probe(config, run_dir)
+    assert probe("tiny", 400, 1024, 32) == 0.25 and probe("tiny", 400, 512, 32) == 0.25
+    tokenizer = Tokenizer(run_dir.vocabulary_path)
+    assert tokenizer.vocab_size == 400
+    (first, tokens, longest, ids), (second, tokens_2, longest_2, _) = probed
+    assert first is second and first.count_params() == second.count_params()  # built once
+    assert first.vocab_size == 400 and first.num_layers == 2  # the tiny preset on the run's vocabulary
+    assert tokens <= 1024 and tokens_2 <= 512 and max(longest, longest_2) <= 32  # the run's batches, cut at 32
+    sources_of_corpus = {s for s, _ in train}
+    decoded = [text.decode("utf-8") for text in tokenizer.detokenize(ids).numpy()]
+    assert decoded and all(text in sources_of_corpus for text in decoded)  # real pairs of the corpus
+
+
 @pytest.fixture
 def plan_on_a_fake_machine(monkeypatch):
     """`plan(config, fixed=())`: `recipe.plan_budget` for a 20,000-pair corpus
@@ -188,7 +224,7 @@ def plan_on_a_fake_machine(monkeypatch):
     monkeypatch.setattr(recipe.corpus_size, "measure",
                         lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000,
                                                 batch_words=31.0))
-    monkeypatch.setattr(recipe, "probe", lambda config: lambda preset, vocab, tokens, length: 1.25)
+    monkeypatch.setattr(recipe, "probe", lambda config, run_dir: lambda preset, vocab, tokens, max_length: 1.25)
     monkeypatch.setattr(recipe.sources, "read_split", lambda data, split, limit=None: (["a"] * 500, ["b"] * 500))
 
     def plan(config, fixed=()):
