@@ -141,6 +141,9 @@ def probe_seconds_per_update(model, batches, updates=PROBE_UPDATES, untimed=PROB
     loop count. The first `untimed` updates are left out (they trace the
     train step for the first batch shapes and fill the shuffle buffers).
     The model's weights and optimizer state change."""
+    if untimed < 1 or updates < 1:
+        raise ValueError(f"The probe needs at least one untimed and one timed update; got untimed={untimed}, "
+                         f"updates={updates}.")
     ends = []
 
     class Clock(keras.callbacks.Callback):

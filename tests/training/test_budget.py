@@ -359,6 +359,8 @@ def test_the_probe_times_fit_from_one_updates_end_to_the_next_after_the_untimed_
     assert seconds == pytest.approx((15 * 0.5 + 1.5) / 16)
     assert int(model.optimizer.iterations.numpy()) == 20  # no update more or fewer than asked
     assert next(ends, None) is None  # each update's end read the clock once
+    with pytest.raises(ValueError, match="untimed=0"):  # the first update traces: never timed
+        budget.probe_seconds_per_update(model, batches, untimed=0)
 
 
 def test_a_budget_counts_from_the_process_start():
