@@ -88,7 +88,7 @@ COMMANDS_RUN_BY = {
     r"^head -n -2000 ": "test_real_data_commands",
     r"^tail -n 2000 ": "test_real_data_commands",
     r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ": "test_real_data_commands",
-    r"^awk .* > short\.(train|test)\.tsv$": "test_real_data_commands",
+    r"^awk .* > (short|medium)\.(train|test)\.tsv$": "test_real_data_commands",
     r"^python -c \"import random; .* > sample\.train\.tsv$": "test_sample_command",
     r"^python scripts/plot_history\.py ": "test_real_data_commands",
     r"^python scripts/export\.py --model-dir runs/numerals_en_de-small --beam-size ": "test_export_command",
@@ -781,10 +781,13 @@ def test_real_data_commands(tmp_path, small_corpus):
     bash(checkout, docs_command(r"^tail -n 2000 "))
     assert (checkout / "libreoffice.test.tsv").read_text(encoding="utf-8") == "".join(
         f"{s}\t{t}\n" for s, t in pairs[300:])
-    for split, part in (("train", pairs[:300]), ("test", pairs[300:])):  # the training page's short pairs
-        bash(checkout, docs_command(rf"^awk .* > short\.{split}\.tsv$"))
-        assert (checkout / f"short.{split}.tsv").read_text(encoding="utf-8") == "".join(
-            f"{s}\t{t}\n" for s, t in part if len(s.split()) <= 14)
+    for split, part in (("train", pairs[:300]), ("test", pairs[300:])):  # the training page's short and medium pairs
+        for shape, words in (("short", 14), ("medium", 20)):
+            bash(checkout, docs_command(rf"^awk .* > {shape}\.{split}\.tsv$"))
+            kept = [(s, t) for s, t in part if len(s.split()) <= words]
+            assert kept
+            assert (checkout / f"{shape}.{split}.tsv").read_text(encoding="utf-8") == "".join(
+                f"{s}\t{t}\n" for s, t in kept)
     command = docs_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ")
     assert command.endswith(" --time-budget 25")
     model_dir = re.search(r"--model-dir (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)

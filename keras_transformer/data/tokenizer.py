@@ -62,6 +62,11 @@ def _train(sentences, vocab_size, model, max_sentences):
         # Characters never seen in training become UTF-8 byte pieces, not <unk>,
         # so any text round-trips. Costs 256 vocabulary entries.
         byte_fallback=True,
+        # Every digit is a piece of its own: numbers and cell references are spelt
+        # digit by digit instead of taking pieces of their own (132 of LibreOffice's
+        # 8,000). Dev BLEU on LibreOffice at 25 minutes: 31.97 against 31.14
+        # without (docs/training.md).
+        split_digits=True,
         input_sentence_size=int(max_sentences),
         shuffle_input_sentence=True,
         # Small corpora cannot always fill the requested vocabulary.

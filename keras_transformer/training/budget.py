@@ -86,9 +86,6 @@ RECENT_UPDATES = 50
 # timed as they are rather than modelled.
 PROBE_UNTIMED = 4
 PROBE_UPDATES = 16
-# The probe's batches come from this many training pairs drawn at random: a
-# few dozen batches of 4,096 tokens on LibreOffice (20 words a side).
-PROBE_PAIRS = 5000
 # The parts of a budgeted command, in order (`budget.json`'s "parts").
 PARTS = ("training", "choice", "test", "export")
 

@@ -4,17 +4,23 @@ It is, with the CLI, the one reader of the whole `RunConfig`: it fills in
 the default folders, resolves the precision, records the run in its folder
 (`start_run`) and hands each component its section.
 
-`train_and_evaluate(config)` is the paper's whole procedure as one command:
-1. train (or resume) with `trainer.train`, scoring validation BLEU after
-   every checkpoint interval and keeping the best checkpoint;
-2. average the last `config.average_last` kept checkpoints and score the
+`train_and_evaluate(config)` is the paper's whole procedure as one command,
+a straight line of stages:
+1. with a time budget (`plan_budget`), measure the corpus, choose the recipe
+   (probing this machine), plan the budget and schedule the run by the plan;
+2. train (or resume) with `trainer.train`, scoring validation BLEU after
+   every checkpoint interval and keeping the best checkpoint (`train`);
+3. average the last `config.average_last` kept checkpoints and score the
    last, the averaged and the best on the validation set with the run's
-   beam search (`model_choice.choose_model`);
-3. score the chosen model on the test split with sacreBLEU, chrF and
-   sentence-level exact match, and show a few examples;
-4. export it as a SavedModel for TF Serving.
+   beam search (`choose_trained_model`);
+4. score the chosen model on the test split with sacreBLEU, chrF and
+   sentence-level exact match, and show a few examples (`score_on_test`);
+5. export it as a SavedModel for TF Serving.
+Under a time budget, each stage after training is timed into the run's
+budget record (`PartClock`).
 """
 
+import contextlib
 import dataclasses
 import time
 
@@ -72,42 +78,46 @@ def _blocks_resolved(config):
     return dataclasses.replace(config, norm_first=presets.resolved_norm_first(config.preset, config.norm_first))
 
 
-def probe(config, run_dir):
+def probe(config, run_dir, sample):
     """`probe(preset, vocab_size, batch_tokens, max_length)` -> seconds per
     update of that model on this machine, in the run's precision, trained by
     `fit` on batches of the run's pipeline (`budget.probe_seconds_per_update`).
-    The batches come from a uniform sample of the training pairs held in
-    memory (`budget.PROBE_PAIRS`): the file reader's thread stays out, as a
-    training iterator dropped mid-stream with it behind could hang. The first
-    call trains the run's vocabulary of `vocab_size` pieces into `run_dir`,
-    where training then finds it; a preset's model is built once and timed at
-    each batch size asked for."""
-    models, tokenizers, sample = {}, {}, []
+    The batches come from `sample`, training pairs held in memory (the
+    corpus measure's, `corpus_size.training_sample`): the file reader's
+    thread stays out, as a training iterator dropped mid-stream with it
+    behind could hang. The first call trains the run's vocabulary of
+    `vocab_size` pieces into `run_dir`, where training then finds it; a
+    preset's model is built once and timed at each batch size asked for."""
+    models, vocabulary = {}, {}  # vocabulary: the one size the run trains, and its tokenizer
     # Before any tokenizer is made: seeding drops the kernels that hold their vocabularies.
     keras.utils.set_random_seed(config.seed)
+    pairs = sources.from_pairs(sample)
 
     def seconds(preset, vocab_size, batch_tokens, max_length):
-        data = dataclasses.replace(config.data, vocab_size=vocab_size)
-        if vocab_size not in tokenizers:  # kept: its batches need its resource
-            tokenizers[vocab_size] = load_tokenizer(data, run_dir, config.init_from)
-        tokenizer = tokenizers[vocab_size]
+        if not vocabulary:  # the tokenizer is kept: its batches need its resource
+            vocabulary[vocab_size] = load_tokenizer(dataclasses.replace(config.data, vocab_size=vocab_size), run_dir,
+                                                    config.init_from)
+        if vocab_size not in vocabulary:
+            raise ValueError(f"The probe trained the run's vocabulary of {next(iter(vocabulary))} pieces; "
+                             f"it cannot time one of {vocab_size}.")
+        tokenizer = vocabulary[vocab_size]
         if preset not in models:
             model = build_transformer(preset, tokenizer.vocab_size, config.precision, config.dropout,
                                       config.norm_first)
             models[preset] = trainer.compile_model(model, config.training)
-        if not sample:
-            sample.extend(sources.sample_training_pairs(data, budget.PROBE_PAIRS, seed=config.seed))
-        batches = pipeline.make_batches(sources.from_pairs(sample), tokenizer, batch_tokens, max_length,
-                                        training=True, seed=config.seed)
+        batches = pipeline.make_batches(pairs, tokenizer, batch_tokens, max_length, training=True, seed=config.seed)
         return budget.probe_seconds_per_update(models[preset], batches)
 
     return seconds
 
 
 def plan_budget(config, run_dir, started, fixed=()):
-    """A time-budgeted run's config: resumed as recorded, or chosen by the
-    recipe (`auto_config.choose`) and planned (`budget.plan`) on this
-    machine, the plan and the reasons going to the run's budget record."""
+    """A time-budgeted run's config: resumed as recorded, or made by the
+    recipe's stages on this machine: measure the corpus
+    (`corpus_size.training_sample`), choose the recipe (`auto_config.choose`,
+    which probes the machine on that sample), plan the budget (`budget.plan`)
+    and schedule the run by the plan (`scheduled`). Returns (config, the
+    budget record's start: the plan and the reasons; None when resumed)."""
     budget_seconds = parse_minutes(config.time_budget) * 60.0
     if config.init_from:  # the run it starts from fixes the model's shape and vocabulary
         fixed = set(fixed) | set(INHERITED_BY_INIT_FROM)
@@ -123,14 +133,25 @@ def plan_budget(config, run_dir, started, fixed=()):
     if config.strategy != "default":
         raise ValueError("--time-budget plans the run on one device; use --strategy default.")
     print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
-    corpus = corpus_size.measure(config.data)
-    config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir), fixed)
+    count, sample = corpus_size.training_sample(config.data, seed=config.seed)
+    corpus = corpus_size.from_pairs(count, sample)
+    config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir, sample), fixed)
     plan = budget.plan(budget_seconds, time.monotonic() - started, seconds,
                        max_warmup=auto_config.reference_warmup(config.preset, config.norm_first),
                        test_sentences=len(sources.read_split(config.data, "test")[0]),
                        export_seconds=budget.EXPORT_SECONDS if config.export_dir else 0.0)
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, config.checkpoint_every)
+    config, schedule = scheduled(config, plan, fixed)
+    why.append(schedule)
+    print("recipe:\n" + "\n".join(f"  {line}" for line in why), flush=True)
+    return config, {"plan": dataclasses.asdict(plan), "recipe": why, "spent_seconds": 0.0}
+
+
+def scheduled(config, plan, fixed=()):
+    """(`config` with the `budget.Plan`'s updates, checkpoint interval,
+    warm-up, learning-rate scale and cool-down, a line saying so). What the
+    user set (`fixed`) is kept."""
     planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}
     if "warmup_steps" not in fixed:
         planned["warmup_steps"] = plan.warmup
@@ -143,12 +164,10 @@ def plan_budget(config, run_dir, started, fixed=()):
     climb = ("your flag" if "learning_rate_scale" in fixed else
              f"climbing as a warm-up of {auto_config.reference_warmup(config.preset, config.norm_first)} updates "
              "does")
-    why.append(f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
-               f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale {config.learning_rate_scale} "
-               f"({climb}), then linearly to zero over the last {config.cooldown:.0%} of the updates, at zero "
-               "when the budget ends")
-    print("recipe:\n" + "\n".join(f"  {line}" for line in why), flush=True)
-    return config, {"plan": dataclasses.asdict(plan), "recipe": why, "spent_seconds": 0.0}
+    return config, (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
+                    f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale "
+                    f"{config.learning_rate_scale} ({climb}), then linearly to zero over the last "
+                    f"{config.cooldown:.0%} of the updates, at zero when the budget ends")
 
 
 def start_run(config, fixed=(), started=None):
@@ -206,59 +225,87 @@ def _print_scores(label, scores):
           f"exact match {scores['exact_match']:5.1f}%")
 
 
-def train_and_evaluate(config, examples=5, fixed=(), started=None):
-    """Returns a dict with the test scores, the model choice, the hypotheses
-    path and the export path. `config` is the whole `RunConfig`; each step
-    gets its section. `fixed`: the settings the user gave (the CLI's flags),
-    which a time-budgeted run's recipe keeps. `started`: the
-    `time.monotonic()` at which the command began (default: now), from
-    which a time budget counts. With a time budget, what each part after
-    training took goes to the budget record (`budget.record_part`)."""
-    started = time.monotonic() if started is None else started
-    config, model, tokenizer, strategy = train(config, fixed=fixed, started=started)
-    is_chief, _ = distribution.worker_role(strategy)
-    result = {"train_seconds": time.monotonic() - started}
-    if not is_chief:
-        return result
-    run_dir, data = RunDir(config.model_dir), config.data
-    part_start = time.monotonic()
+class PartClock:
+    """Times the parts of a command after training, one after the other:
+    `with clock.part("choice"): ...`. Under a time budget each part's
+    seconds (and the command's so far) go to the run's budget record
+    (`budget.record_part`)."""
 
-    def part_done(part):  # the seconds this part took, recorded against a time budget
-        nonlocal part_start
+    def __init__(self, config, run_dir, started):
+        self.budgeted, self.run_dir, self.started = bool(config.time_budget), run_dir, started
+
+    @contextlib.contextmanager
+    def part(self, name):
+        start = time.monotonic()
+        yield
         now = time.monotonic()
-        if config.time_budget:
-            budget.record_part(run_dir, part, now - part_start, command_seconds=now - started)
-        part_start = now
-    translator = make_translator(config.decoding, model, tokenizer)
+        if self.budgeted:
+            budget.record_part(self.run_dir, name, now - start, command_seconds=now - self.started)
 
+
+def choose_trained_model(config, run_dir, model, translator):
+    """The model choice: the last, averaged and best checkpoints scored on the
+    validation sentences with the run's beam search by `translator` (over
+    `model`, which ends with the chosen weights: `model_choice.choose_model`).
+    Returns its record."""
     def translate(sentences):  # with a progress line on stderr: three candidates can take minutes
         return translator.translate(sentences).best
 
-    sentences, references = sources.read_split(data, "validation", limit=config.bleu_sentences or None)
+    sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
     print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {config.beam_size}):")
-    choice = model_choice.choose_model(run_dir, model, translate, sentences, references, config.average_last,
-                                       first_cooldown_interval(config.training, run_dir))
+    choice = model_choice.choose_model(run_dir, model, translate, sentences, references,
+                                       config.average_last, first_cooldown_interval(config.training, run_dir))
     for name in model_choice.CANDIDATES:
         if name in choice["scores"]:
             _print_scores(f"  {name}" + (" (chosen)" if name == choice["chosen"] else ""), choice["scores"][name])
-    result["model_choice"], result["chosen"] = choice["scores"], choice["chosen"]
-    part_done("choice")
+    return choice
 
-    sentences, references = sources.read_split(data, "test")
+
+def score_on_test(config, run_dir, translator, chosen, examples):
+    """The test: the test split translated with beam search and scored with
+    sacreBLEU, chrF and exact match (`evaluation.evaluate`), its hypotheses
+    written to the run folder, the first `examples` shown. Returns the scores."""
+    sentences, references = sources.read_split(config.data, "test")
     scores = evaluation.evaluate(translator, sentences, references, run_dir.hypotheses_path("test"))
-    print(f"\nTest set: {len(sentences)} sentences, {choice['chosen']} model")
+    print(f"\nTest set: {len(sentences)} sentences, {chosen} model")
     print(f"sacreBLEU {scores['bleu']:.2f}  ({scores['bleu_signature']})")
     print(f"chrF      {scores['chrf']:.2f}  ({scores['chrf_signature']})")
     print(f"exact match {scores['exact_match']:.1f}% of sentences")
     print(f"Hypotheses written to {scores['hypotheses_path']}")
     for source, hypothesis, reference in list(zip(sentences, scores["hypotheses"], references))[:examples]:
         print(f"\n  source:    {source}\n  output:    {hypothesis}\n  reference: {reference}")
+    return scores
+
+
+def train_and_evaluate(config, examples=5, fixed=(), started=None):
+    """The whole command, as its stages: train (`train`: the recipe's
+    measure, choice and plan under a time budget, then training), choose
+    the model, test it, export it. Returns a dict with the test scores, the
+    model choice, the hypotheses path and the export path. `config` is the
+    whole `RunConfig`; each stage gets its section. `fixed`: the settings
+    the user gave (the CLI's flags), which a time-budgeted run's recipe
+    keeps. `started`: the `time.monotonic()` at which the command began
+    (default: now), from which a time budget counts. With a time budget,
+    what each part after training took goes to the budget record."""
+    started = time.monotonic() if started is None else started
+    config, model, tokenizer, strategy = train(config, fixed=fixed, started=started)
+    is_chief, _ = distribution.worker_role(strategy)
+    result = {"train_seconds": time.monotonic() - started}
+    if not is_chief:
+        return result
+    run_dir = RunDir(config.model_dir)
+    clock = PartClock(config, run_dir, started)
+    with clock.part("choice"):
+        translator = make_translator(config.decoding, model, tokenizer)
+        choice = choose_trained_model(config, run_dir, model, translator)
+    result["model_choice"], result["chosen"] = choice["scores"], choice["chosen"]
+    with clock.part("test"):
+        scores = score_on_test(config, run_dir, translator, choice["chosen"], examples)
     result.update({k: v for k, v in scores.items() if k != "hypotheses"})
-    part_done("test")
     if config.export_dir:
-        result["export_path"] = saved_model.export_translator(translator, config.export_dir)
-        print(f"\nSavedModel exported to {result['export_path']} (computing in {model.dtype_policy.name})")
-        part_done("export")
+        with clock.part("export"):
+            result["export_path"] = saved_model.export_translator(translator, config.export_dir)
+            print(f"\nSavedModel exported to {result['export_path']} (computing in {model.dtype_policy.name})")
     result["total_seconds"] = time.monotonic() - started
     print(f"Done in {result['total_seconds'] / 60:.1f} minutes.")
     if config.time_budget:

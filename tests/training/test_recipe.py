@@ -199,17 +199,23 @@ def test_the_probe_trains_the_runs_model_on_its_own_batches_and_vocabulary(tmp_p
 
     monkeypatch.setattr(budget, "probe_seconds_per_update", timed)
     config = RunConfig(dataset=corpus, precision="float32", time_budget="5")
-    probe = recipe.probe(config, run_dir)
+    count, sample = recipe.corpus_size.training_sample(config.data, size=50)
+    assert count == len(train) - 2 * 50  # less the validation and test pairs held out, 2.5% each
+    held_out = {pair for split in ("validation", "test")
+                for pair in zip(*recipe.sources.read_split(config.data, split))}
+    assert len(sample) == 50 and set(sample) <= set(train) - held_out
+    probe = recipe.probe(config, run_dir, sample)
     assert probe("tiny", 400, 1024, 32) == 0.25 and probe("tiny", 400, 512, 32) == 0.25
+    with pytest.raises(ValueError, match="vocabulary of 400 pieces; it cannot time one of 500"):
+        probe("tiny", 500, 512, 32)
     tokenizer = Tokenizer(run_dir.vocabulary_path)
     assert tokenizer.vocab_size == 400
     (first, tokens, longest, ids), (second, tokens_2, longest_2, _) = probed
     assert first is second and first.count_params() == second.count_params()  # built once
     assert first.vocab_size == 400 and first.num_layers == 2  # the tiny preset on the run's vocabulary
     assert tokens <= 1024 and tokens_2 <= 512 and max(longest, longest_2) <= 32  # the run's batches, cut at 32
-    sources_of_corpus = {s for s, _ in train}
     decoded = [text.decode("utf-8") for text in tokenizer.detokenize(ids).numpy()]
-    assert decoded and all(text in sources_of_corpus for text in decoded)  # real pairs of the corpus
+    assert decoded and set(decoded) <= {s for s, _ in sample}  # the sample's pairs
 
 
 @pytest.fixture
@@ -221,16 +227,29 @@ def plan_on_a_fake_machine(monkeypatch):
     from keras_transformer.run_dir import RunDir
     from keras_transformer.training import recipe
 
-    monkeypatch.setattr(recipe.corpus_size, "measure",
-                        lambda data: CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word_types=18_000,
-                                                batch_words=31.0))
-    monkeypatch.setattr(recipe, "probe", lambda config, run_dir: lambda preset, vocab, tokens, max_length: 1.25)
+    samples = []  # the sample the corpus is measured on, then the one the probe batches
+    monkeypatch.setattr(recipe.corpus_size, "training_sample", lambda data, seed: (20_000, [("a", "b")]))
+    monkeypatch.setattr(recipe.corpus_size, "from_pairs",
+                        lambda count, sample: samples.append(sample) or CorpusSize(
+                            pairs=count, mean_words=19.0, long_words=73, word_types=18_000, batch_words=31.0))
+    monkeypatch.setattr(recipe, "probe", lambda config, run_dir, sample: samples.append(sample) or (
+        lambda preset, vocab, tokens, max_length: 1.25))
     monkeypatch.setattr(recipe.sources, "read_split", lambda data, split, limit=None: (["a"] * 500, ["b"] * 500))
 
     def plan(config, fixed=()):
         return recipe.plan_budget(config, RunDir(config.model_dir), time.monotonic(), fixed)
 
+    plan.samples = samples
     return plan
+
+
+def test_the_corpus_is_measured_and_probed_on_one_sample(tmp_path, plan_on_a_fake_machine):
+    """The recipe reads the corpus once for its sample: the probe batches the pairs the corpus was measured on."""
+    from keras_transformer.config import RunConfig
+
+    plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10", model_dir=str(tmp_path / "a")))
+    measured, probed = plan_on_a_fake_machine.samples
+    assert measured is probed and measured == [("a", "b")]
 
 
 def test_a_budgeted_fine_tuning_run_keeps_the_shape_of_the_run_it_starts_from(tmp_path, plan_on_a_fake_machine):
