@@ -1,6 +1,6 @@
 """The recipe that follows the corpus and the time budget (`--time-budget`), as OpenNMT-tf's `--auto_config` does.
 
-`choose(config, corpus, budget_minutes, probe, fixed)` picks what the user
+`choose(config, corpus, budget_seconds, probe, fixed)` -> `Recipe` picks what the user
 did not set, from the corpus' size (`data.corpus_size.CorpusSize`) and from
 what the budget buys on this machine (`probe(preset, vocab_size,
 batch_tokens, max_length)` -> seconds per update of that model trained on
@@ -134,6 +134,18 @@ CHOSEN = ("vocab_size", "batch_tokens", "preset", "norm_first", "dropout", "labe
           "bleu_sentences", "learning_rate_scale", "steps", "checkpoint_every", "warmup_steps", "cooldown")
 
 
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """What `choose` made of a corpus and a budget: the run's `RunConfig`,
+    one line per choice saying why, and the probed seconds per update of the
+    chosen model, trained as chosen (dropout's cost counted once). The
+    budget's schedule adds its line (`recipe.scheduled`)."""
+
+    config: object
+    reasons: tuple
+    seconds_per_update: float
+
+
 def vocabulary_size(words, word_types=None):
     """Pieces of the shared vocabulary for a corpus of `words` words (both
     sides), at most half its `word_types` (SentencePiece cannot fill a
@@ -167,8 +179,9 @@ def epochs(updates, batch_tokens, corpus):
 
 
 def choose(config, corpus, budget_seconds, probe, fixed=()):
-    """(config with the recipe's choices, [lines saying why], seconds per update of
-    the chosen model). `fixed`: settings the user gave, which stay as they are."""
+    """The `Recipe` for `config` on `corpus` (a `CorpusSize`) in `budget_seconds`
+    on this machine (`probe`). `fixed`: settings the user gave, which stay
+    as they are."""
     choices, why = {}, []
 
     def pick(name, value, reason):
@@ -226,7 +239,7 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
     pick("max_length", max_length_for(corpus.long_words),
          f"99% of pairs have at most {corpus.long_words} words a side")
     pick("bleu_sentences", VALIDATION_SENTENCES, "validation stays a small share of the budget")
-    return dataclasses.replace(config, **choices), why, seconds
+    return Recipe(dataclasses.replace(config, **choices), tuple(why), float(seconds))
 
 
 def reference_warmup(preset, norm_first=False):

@@ -15,12 +15,26 @@ folder. The test score, the export and the scripts then use that model
 (`RunDir.default_weights`).
 """
 
+import dataclasses
 import os
 
 from keras_transformer.decoding import evaluation
 from keras_transformer.training import bleu_validation, checkpoints
 
 CANDIDATES = ("last", "average", "best")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelChoice:
+    """The model choice's outcome: the `chosen` candidate's name and weights
+    `path`, each candidate's validation `scores` ({name: {"bleu", "chrf",
+    "exact_match"}}), and how many `validation_sentences` they were scored on.
+    The run's model choice record (`RunDir.write_choice`) holds the same."""
+
+    chosen: str
+    path: str
+    scores: dict
+    validation_sentences: int
 
 
 def candidates(run_dir, average_last, first_interval=0):
@@ -50,9 +64,7 @@ def choose_model(run_dir, model, translate, sentences, references, average_last=
     model: the run's built model; its weights are set to each candidate in
         turn and left at the chosen one.
     translate: list of str -> list of str with `model`'s current weights.
-    Returns {"chosen": name, "path": weights path, "scores": {name: {"bleu",
-    "chrf", "exact_match"}}, "validation_sentences": int}; the run's model
-    choice record holds the same (`RunDir.write_choice`).
+    Returns the `ModelChoice`.
     """
     found = candidates(run_dir, average_last, first_interval)
     scores = {}
@@ -62,6 +74,6 @@ def choose_model(run_dir, model, translate, sentences, references, average_last=
         scores[name] = {k: figures[k] for k in ("bleu", "chrf", "exact_match")}
     chosen = max(found, key=lambda name: (scores[name]["bleu"], scores[name]["chrf"], -CANDIDATES.index(name)))
     model.load_weights(found[chosen])
-    record = {"chosen": chosen, "path": found[chosen], "validation_sentences": len(sentences), "scores": scores}
-    run_dir.write_choice(record)
-    return record
+    choice = ModelChoice(chosen, found[chosen], scores, len(sentences))
+    run_dir.write_choice(dataclasses.asdict(choice))
+    return choice

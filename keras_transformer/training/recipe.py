@@ -135,23 +135,23 @@ def plan_budget(config, run_dir, started, fixed=()):
     print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
     count, sample = corpus_size.training_sample(config.data, seed=config.seed)
     corpus = corpus_size.from_pairs(count, sample)
-    config, why, seconds = auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir, sample), fixed)
-    plan = budget.plan(budget_seconds, time.monotonic() - started, seconds,
-                       max_warmup=auto_config.reference_warmup(config.preset, config.norm_first),
+    recipe = auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir, sample), fixed)
+    plan = budget.plan(budget_seconds, time.monotonic() - started, recipe.seconds_per_update,
+                       max_warmup=auto_config.reference_warmup(recipe.config.preset, recipe.config.norm_first),
                        test_sentences=len(sources.read_split(config.data, "test")[0]),
                        export_seconds=budget.EXPORT_SECONDS if config.export_dir else 0.0)
     if "checkpoint_every" in fixed:
-        plan = budget.with_interval(plan, config.checkpoint_every)
-    config, schedule = scheduled(config, plan, fixed)
-    why.append(schedule)
-    print("recipe:\n" + "\n".join(f"  {line}" for line in why), flush=True)
-    return config, {"plan": dataclasses.asdict(plan), "recipe": why, "spent_seconds": 0.0}
+        plan = budget.with_interval(plan, recipe.config.checkpoint_every)
+    recipe = scheduled(recipe, plan, fixed)
+    print("recipe:\n" + "\n".join(f"  {line}" for line in recipe.reasons), flush=True)
+    return recipe.config, {"plan": dataclasses.asdict(plan), "recipe": list(recipe.reasons), "spent_seconds": 0.0}
 
 
-def scheduled(config, plan, fixed=()):
-    """(`config` with the `budget.Plan`'s updates, checkpoint interval,
-    warm-up, learning-rate scale and cool-down, a line saying so). What the
-    user set (`fixed`) is kept."""
+def scheduled(recipe, plan, fixed=()):
+    """The `auto_config.Recipe` with the `budget.Plan`'s updates, checkpoint
+    interval, warm-up, learning-rate scale and cool-down in its config, and
+    a line saying so. What the user set (`fixed`) is kept."""
+    config = recipe.config
     planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}
     if "warmup_steps" not in fixed:
         planned["warmup_steps"] = plan.warmup
@@ -164,10 +164,11 @@ def scheduled(config, plan, fixed=()):
     climb = ("your flag" if "learning_rate_scale" in fixed else
              f"climbing as a warm-up of {auto_config.reference_warmup(config.preset, config.norm_first)} updates "
              "does")
-    return config, (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
-                    f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale "
-                    f"{config.learning_rate_scale} ({climb}), then linearly to zero over the last "
-                    f"{config.cooldown:.0%} of the updates, at zero when the budget ends")
+    line = (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
+            f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale "
+            f"{config.learning_rate_scale} ({climb}), then linearly to zero over the last "
+            f"{config.cooldown:.0%} of the updates, at zero when the budget ends")
+    return dataclasses.replace(recipe, config=config, reasons=recipe.reasons + (line,))
 
 
 def start_run(config, fixed=(), started=None):
@@ -247,7 +248,7 @@ def choose_trained_model(config, run_dir, model, translator):
     """The model choice: the last, averaged and best checkpoints scored on the
     validation sentences with the run's beam search by `translator` (over
     `model`, which ends with the chosen weights: `model_choice.choose_model`).
-    Returns its record."""
+    Returns the `model_choice.ModelChoice`."""
     def translate(sentences):  # with a progress line on stderr: three candidates can take minutes
         return translator.translate(sentences).best
 
@@ -256,8 +257,8 @@ def choose_trained_model(config, run_dir, model, translator):
     choice = model_choice.choose_model(run_dir, model, translate, sentences, references,
                                        config.average_last, first_cooldown_interval(config.training, run_dir))
     for name in model_choice.CANDIDATES:
-        if name in choice["scores"]:
-            _print_scores(f"  {name}" + (" (chosen)" if name == choice["chosen"] else ""), choice["scores"][name])
+        if name in choice.scores:
+            _print_scores(f"  {name}" + (" (chosen)" if name == choice.chosen else ""), choice.scores[name])
     return choice
 
 
@@ -298,9 +299,9 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     with clock.part("choice"):
         translator = make_translator(config.decoding, model, tokenizer)
         choice = choose_trained_model(config, run_dir, model, translator)
-    result["model_choice"], result["chosen"] = choice["scores"], choice["chosen"]
+    result["model_choice"], result["chosen"] = choice.scores, choice.chosen
     with clock.part("test"):
-        scores = score_on_test(config, run_dir, translator, choice["chosen"], examples)
+        scores = score_on_test(config, run_dir, translator, choice.chosen, examples)
     result.update({k: v for k, v in scores.items() if k != "hypotheses"})
     if config.export_dir:
         with clock.part("export"):

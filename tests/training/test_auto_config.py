@@ -63,7 +63,8 @@ LIBREOFFICE_LIKE = CorpusSize(pairs=20_000, mean_words=19.0, long_words=73, word
 
 def test_a_small_corpus_on_a_cpu_budget_gets_the_small_preset_and_says_why():
     probe, calls = fake_probe({"small": 1.2, ("small", 2048): 0.66})
-    config, why, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 50 * 60.0, probe)
+    recipe = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 50 * 60.0, probe)
+    config, why, seconds = recipe.config, recipe.reasons, recipe.seconds_per_update
     assert (config.vocab_size, config.preset, config.batch_tokens, config.max_length) == (8000, "small", 4096, 112)
     assert config.label_smoothing == 0.1 and config.bleu_sentences == 200
     real = 1.2  # the probe's time on the corpus' own batches
@@ -82,18 +83,20 @@ def test_a_small_corpus_on_a_cpu_budget_gets_the_small_preset_and_says_why():
 
 def test_a_budget_of_few_updates_halves_the_batch_and_times_it_again():
     probe, calls = fake_probe({"small": 2.4, ("small", 2048): 1.3})
-    config, why, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 25 * 60.0, probe)
+    recipe = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 25 * 60.0, probe)
+    config, why, seconds = recipe.config, recipe.reasons, recipe.seconds_per_update
     assert config.batch_tokens == auto_config.SHORT_RUN_BATCH_TOKENS == 2048
     assert calls == [("small", 8000, 4096), ("small", 8000, 2048)]
     assert seconds == pytest.approx(1.3)  # 4.4 epochs at 2,048 tokens: no dropout
     assert ("batch_tokens 2048: 4,096-token batches would buy about 550 updates (fewer than 1,500): early in "
             "training, smaller batches learn more per token") in why
     assert any(line.startswith("norm_first True: the budget buys about 1,015 updates") for line in why)
-    kept, why, _ = auto_config.choose(RunConfig(dataset="c.tsv", batch_tokens=4096), LIBREOFFICE_LIKE, 25 * 60.0,
-                                      probe, fixed={"batch_tokens"})
+    recipe = auto_config.choose(RunConfig(dataset="c.tsv", batch_tokens=4096), LIBREOFFICE_LIKE, 25 * 60.0,
+                                probe, fixed={"batch_tokens"})
+    kept, why = recipe.config, recipe.reasons
     assert kept.batch_tokens == 4096 and "batch_tokens 4096 (your flag)" in why
-    base, _, _ = auto_config.choose(RunConfig(dataset="c.tsv", preset="base"), LIBREOFFICE_LIKE, 25 * 60.0,
-                                    fake_probe({"base": 10.0})[0], fixed={"preset"})
+    base = auto_config.choose(RunConfig(dataset="c.tsv", preset="base"), LIBREOFFICE_LIKE, 25 * 60.0,
+                              fake_probe({"base": 10.0})[0], fixed={"preset"}).config
     assert base.batch_tokens == 4096  # measured on the small preset only
 
 
@@ -105,7 +108,7 @@ def test_the_batch_is_halved_below_the_short_run_threshold_only(updates, batch_t
     budget = 3600.0
     real = budget * (1 - auto_config.FIRST_OVERHEAD_SHARE) / updates
     probe, _ = fake_probe({"small": real, ("small", 2048): real / 2, "base": 1e9})
-    config, _, _ = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, budget, probe)
+    config = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, budget, probe).config
     assert auto_config.SHORT_RUN_UPDATES == 1500
     assert config.batch_tokens == batch_tokens
 
@@ -117,15 +120,17 @@ def test_pre_norm_blocks_for_runs_shorter_than_the_post_norm_threshold(updates, 
     budget = 3600.0
     real = budget * (1 - auto_config.FIRST_OVERHEAD_SHARE) / updates  # seconds per update that buy `updates`
     probe, _ = fake_probe({"small": real, "base": 1e9})
-    config, why, _ = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, budget, probe,
-                                        fixed={"preset", "dropout"})
+    recipe = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, budget, probe,
+                                fixed={"preset", "dropout"})
+    config, why = recipe.config, recipe.reasons
     assert config.norm_first is norm_first
     assert f"norm_first {norm_first}: the budget buys about {updates:,} updates" in "\n".join(why)
 
 
 def test_a_long_budget_on_a_fast_machine_gets_the_base_preset():
     probe, calls = fake_probe({"small": 0.02, "base": 0.1})
-    config, _, seconds = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 10 * 3600.0, probe)
+    recipe = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 10 * 3600.0, probe)
+    config, seconds = recipe.config, recipe.seconds_per_update
     assert config.preset == "base" and calls[-1][0] == "base"
     assert config.dropout == 0.3  # a 20k-pair corpus seen for hundreds of epochs
     assert config.norm_first is False  # the paper's blocks for a run of hundreds of thousands of updates
@@ -142,8 +147,9 @@ def test_dropouts_cost_is_counted_once(monkeypatch, preset, given, chosen, facto
     monkeypatch.setattr(auto_config, "dropout_for", lambda epochs: chosen)
     probe, _ = fake_probe({preset: 1.0})
     fixed = {"preset"} | ({"dropout"} if given is not None else set())
-    config, _, seconds = auto_config.choose(RunConfig(dataset="c.tsv", preset=preset, dropout=given),
-                                            LIBREOFFICE_LIKE, 3600.0, probe, fixed=fixed)
+    recipe = auto_config.choose(RunConfig(dataset="c.tsv", preset=preset, dropout=given),
+                                LIBREOFFICE_LIKE, 3600.0, probe, fixed=fixed)
+    config, seconds = recipe.config, recipe.seconds_per_update
     assert config.dropout == chosen
     assert seconds == pytest.approx(factor)
 
@@ -171,8 +177,9 @@ def test_a_short_warm_up_climbs_as_the_reference_one_does(preset, norm_first, re
 def test_the_users_flags_stay_as_given():
     probe, calls = fake_probe({"small": 2.0, "tiny": 0.1})
     given = RunConfig(dataset="c.tsv", vocab_size=3000, preset="tiny", dropout=0.0, norm_first=False)
-    config, why, _ = auto_config.choose(given, LIBREOFFICE_LIKE, 25 * 60.0, probe,
-                                        fixed={"vocab_size", "preset", "dropout", "norm_first"})
+    recipe = auto_config.choose(given, LIBREOFFICE_LIKE, 25 * 60.0, probe,
+                                fixed={"vocab_size", "preset", "dropout", "norm_first"})
+    config, why = recipe.config, recipe.reasons
     assert (config.vocab_size, config.preset, config.dropout, config.norm_first) == (3000, "tiny", 0.0, False)
     assert "vocab_size 3000 (your flag)" in why and "preset tiny (your flag)" in why
     assert "norm_first False (your flag)" in why
@@ -183,8 +190,9 @@ def test_the_base_preset_keeps_post_norm_blocks_on_a_short_budget():
     """Pre-norm was measured on the small preset only: a short run of the
     base preset (the user's) is not given an unmeasured pairing."""
     probe, _ = fake_probe({"base": 4.0})
-    config, why, _ = auto_config.choose(RunConfig(dataset="c.tsv", preset="base"), LIBREOFFICE_LIKE, 3600.0, probe,
-                                        fixed={"preset"})
+    recipe = auto_config.choose(RunConfig(dataset="c.tsv", preset="base"), LIBREOFFICE_LIKE, 3600.0, probe,
+                                fixed={"preset"})
+    config, why = recipe.config, recipe.reasons
     assert config.norm_first is False
     assert any(line.startswith("norm_first False: the budget buys about 792 updates, but the base preset keeps "
                                "the paper's post-norm blocks") for line in why)

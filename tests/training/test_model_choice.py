@@ -50,10 +50,10 @@ def test_the_choice_follows_validation_bleu(tmp_path, quality, chosen, weight):
     model = marked_model()
     choice = model_choice.choose_model(run_dir, model, translate_by_weight(model, quality), REFERENCES,
                                        REFERENCES, average_last=3)
-    assert choice["chosen"] == chosen
+    assert choice.chosen == chosen
     assert float(model.layers[-1].kernel[0, 0]) == weight  # the model is left at the chosen weights
-    assert set(choice["scores"]) == {"last", "average", "best"}
-    bleu = {name: s["bleu"] for name, s in choice["scores"].items()}
+    assert set(choice.scores) == {"last", "average", "best"}
+    bleu = {name: s["bleu"] for name, s in choice.scores.items()}
     assert bleu[chosen] == max(bleu.values())
     restored = marked_model()
     restored.load_weights(RunDir(tmp_path).default_weights())  # what the scripts load afterwards
@@ -61,6 +61,7 @@ def test_the_choice_follows_validation_bleu(tmp_path, quality, chosen, weight):
     with open(tmp_path / "model_choice.json") as f:  # the file name is part of the run folder's contract
         record = json.load(f)
     assert record["chosen"] == chosen and not os.path.isabs(record["path"])
+    assert record["scores"] == choice.scores and record["validation_sentences"] == len(REFERENCES)
 
 
 def test_best_is_left_out_when_it_is_the_last_interval_and_average_needs_two(tmp_path):
@@ -95,4 +96,4 @@ def test_a_run_with_one_checkpoint_in_the_cool_down_has_no_average(tmp_path):
         return sentences
 
     record = model_choice.choose_model(run_dir, marked_model(), translate, REFERENCES, REFERENCES, 5, 2)
-    assert set(record["scores"]) == {"last"} and len(decodes) == 1  # no validation decode spent on an average
+    assert set(record.scores) == {"last"} and len(decodes) == 1  # no validation decode spent on an average

@@ -285,6 +285,29 @@ def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fak
                                          "budget ends")
 
 
+def test_scheduling_is_a_stage_from_one_frozen_recipe_to_the_next():
+    """`scheduled` takes the chosen `Recipe` and a `Plan` and returns a new
+    Recipe: the plan's steps, interval, warm-up and scale in its config and
+    its line after the choice's reasons; the recipe it was given is unchanged."""
+    import dataclasses
+
+    from keras_transformer.config import RunConfig
+    from keras_transformer.training import auto_config, budget, recipe
+
+    chosen = auto_config.Recipe(RunConfig(dataset="c.tsv", preset="small", norm_first=True), ("vocab_size 8000",), 0.5)
+    plan = budget.Plan(seconds_per_update=0.5, updates=1_200, interval=200, warmup=200, max_updates=3_600)
+    made = recipe.scheduled(chosen, plan)
+    assert (made.config.steps, made.config.checkpoint_every, made.config.warmup_steps) == (3_600, 200, 200)
+    assert made.config.learning_rate_scale == round((200 / 400) ** 1.5, 4) and made.config.cooldown == 0.5
+    assert made.reasons[0] == "vocab_size 8000" and made.reasons[1].startswith(
+        "1,200 updates planned at 0.50 s each, a checkpoint every 200, warm-up 200 at learning-rate scale 0.3536")
+    assert made.seconds_per_update == 0.5
+    assert chosen.config == RunConfig(dataset="c.tsv", preset="small", norm_first=True)
+    assert chosen.reasons == ("vocab_size 8000",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.config = chosen.config
+
+
 def test_a_budgeted_rate_climbs_for_half_the_run_and_cools_down_over_its_second_half(tmp_path,
                                                                                        plan_on_a_fake_machine):
     """The recipe's schedule: the warm-up takes the planned updates before
