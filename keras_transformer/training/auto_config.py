@@ -24,7 +24,7 @@ the corpus' batches), and says why, one line per choice:
 - dropout: by the epochs the budget buys (`dropout_for`), measured on dev
   scores (docs/training.md). Below `DROPOUT_EPOCHS` passes over the corpus
   no dropout learns faster and overfits nothing the dev set sees; from
-  there the paper's 0.1, which beat 0 on LibreOffice seen 19 times and
+  there the paper's 0.1, which beat 0 on LibreOffice seen 16-19 times and
   both 0 and 0.3 on the corpora seen for 30-40 epochs; 0.3 (fairseq's transformer_iwslt_de_en setting for IWSLT's
   160k pairs) only from `HEAVY_DROPOUT_EPOCHS`, a range not measured here.
   For the same reason the recipe adds no other regularisation (word
@@ -99,12 +99,12 @@ DROPOUT_SLOWDOWN = 1.12
 # Dropout from this many passes over the corpus (`dropout_for`). Dev BLEU
 # (docs/training.md), no dropout against the paper's 0.1: LibreOffice at
 # about 6 epochs 22.80 against 18.28, at 10 epochs 30.36 against 29.28; at
-# 19 epochs (50 minutes, 2,048-token batches) 34.10 against 35.51 (4,096
+# 16-19 epochs (50 minutes, 2,048-token batches) 34.10 against 35.51 (4,096
 # with 0.1 scored 35.83); its medium pairs at 19 epochs 37.14 against 36.70
 # (a tie); its short pairs at 40 epochs 32.49 against 36.26, and 5,000 of
 # its pairs at 34 epochs 19.20 against 20.50. Where LibreOffice and the
-# medium pairs disagree, at 19 epochs, the safer side is the paper's 0.1:
-# the switch sits between the last measured loss and that point.
+# medium pairs disagree, at 16-19 epochs, the safer side is the paper's 0.1:
+# the switch sits between there and 10 epochs, where dropout last lost.
 DROPOUT_EPOCHS = 15
 # 0.3 from this many: not measured here (0.1 beat 0.3 at 40 epochs, 36.26
 # against 32.22).
