@@ -25,8 +25,9 @@ the corpus' batches), and says why, one line per choice:
   scores (docs/training.md). Below `DROPOUT_EPOCHS` passes over the corpus
   no dropout learns faster and overfits nothing the dev set sees; from
   there the paper's 0.1, which beat 0 on LibreOffice seen 16-19 times and
-  both 0 and 0.3 on the corpora seen for 30-40 epochs; 0.3 (fairseq's transformer_iwslt_de_en setting for IWSLT's
-  160k pairs) only from `HEAVY_DROPOUT_EPOCHS`, a range not measured here.
+  both 0 and 0.3 on the corpora seen for 30-40 epochs; 0.3 (fairseq's
+  transformer_iwslt_de_en setting for IWSLT's 160k pairs) only from
+  `HEAVY_DROPOUT_EPOCHS`, a range not measured here.
   For the same reason the recipe adds no other regularisation (word
   dropout, weight decay) at these budgets.
 - label smoothing: the paper's 0.1 (Sennrich and Zhang kept it on small data).

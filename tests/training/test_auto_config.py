@@ -36,7 +36,7 @@ def test_a_repetitive_corpus_caps_the_vocabulary_at_half_its_words():
                                             (19.0, 0.1), (40.0, 0.1), (99.9, 0.1), (100.0, 0.3), (500.0, 0.3)])
 def test_dropout_grows_with_the_epochs_the_budget_buys(epochs, dropout):
     """No dropout where it was measured to lose on dev scores (LibreOffice at
-    6 and 10 epochs), the paper's 0.1 where it won (LibreOffice at 19, its
+    6 and 10 epochs), the paper's 0.1 where it won (LibreOffice at 16-19, its
     short pairs at 40) or tied (the medium pairs at 19)."""
     assert auto_config.DROPOUT_EPOCHS == 15 and auto_config.HEAVY_DROPOUT_EPOCHS == 100
     assert auto_config.dropout_for(epochs) == dropout
