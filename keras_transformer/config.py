@@ -231,7 +231,9 @@ class DecodingSettings:
     """Beam search as the test split, the export and the scripts run it (`decoding.Translator`)."""
 
     beam_size: int = setting(PAPER_BEAM_SIZE, f"Beam size for evaluation and export (the paper: {PAPER_BEAM_SIZE}).")
-    alpha: float = setting(PAPER_ALPHA, f"Length penalty exponent of beam search (the paper: {PAPER_ALPHA}).")
+    alpha: float = setting(PAPER_ALPHA, f"Length penalty exponent of beam search (the paper: {PAPER_ALPHA}). Under "
+                           "--time-budget, unless given, chosen after training on the validation sentences, as the "
+                           "paper chose its own on its dev set (training/model_choice.py), and recorded in the run.")
     max_input_length: int = setting(64, "", shared_with="max_length")
     extra_length: int = setting(
         PAPER_EXTRA_LENGTH, f"Outputs may be at most input length + this many pieces (the paper: "

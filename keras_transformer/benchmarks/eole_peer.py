@@ -92,6 +92,8 @@ UNEQUAL = (
     "cool-down to zero",
     "eole's AdamW has beta2 0.998 (its recipe), this package's Adam 0.98 (the paper)",
     "eole's dropout is its recipe's 0.1, this package's the recipe's choice for the corpus",
+    "eole decodes with the paper's length penalty (alpha 0.6), this package with the one of 0.6-1.2 that scored "
+    "best on its validation sentences",
 )
 
 

@@ -102,10 +102,13 @@ class Plan:
     # After training: the sentences the test decodes, and the export's seconds.
     test_sentences: int = 0
     export_seconds: float = 0.0
+    # Beam decodes of the validation sentences the model choice makes: one per
+    # candidate (`model_choice.CANDIDATES`), one per further length penalty it tries.
+    choice_decodes: int = 3
 
 
 def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=PAPER_WARMUP_STEPS,
-         test_sentences=0, export_seconds=0.0):
+         test_sentences=0, export_seconds=0.0, choice_decodes=3):
     """The `Plan` for the budget left, the export's seconds set aside. ValueError
     if it does not reach the first checkpoint."""
     left = budget_seconds - spent_seconds - export_seconds
@@ -122,7 +125,7 @@ def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_
     # Room for the machine to run faster than probed; the budget stops the run first.
     max_updates = interval * math.ceil(3 * updates / interval)
     return Plan(float(seconds_per_update), updates, interval, warmup, max_updates, int(test_sentences),
-                float(export_seconds))
+                float(export_seconds), int(choice_decodes))
 
 
 def with_interval(plan, interval):
@@ -197,7 +200,6 @@ class TimeBudget(keras.callbacks.Callback):
         plan: the `Plan` made before training.
         total_updates: the `BudgetCooldown`'s variable, or None.
         batches_per_update: gradient accumulation's batches per update.
-        choice_candidates: how many candidates the model choice will decode.
         clock: seconds, monotonic (tests pass a fake one).
         save_every: seconds between writes of the time spent.
         process_start: the `clock()` at which this process began spending
@@ -229,14 +231,13 @@ class TimeBudget(keras.callbacks.Callback):
     """
 
     def __init__(self, run_dir, budget_seconds, plan, total_updates=None, batches_per_update=1,
-                 choice_candidates=3, clock=time.monotonic, save_every=30.0, process_start=None, validation=None):
+                 clock=time.monotonic, save_every=30.0, process_start=None, validation=None):
         super().__init__()
         self.run_dir = run_dir
         self.budget_seconds = float(budget_seconds)
         self.plan = plan
         self.total_updates = total_updates
         self.batches_per_update = int(batches_per_update)
-        self.choice_candidates = int(choice_candidates)
         self.clock = clock
         self.save_every = float(save_every)
         self.process_start = process_start
@@ -299,7 +300,7 @@ class TimeBudget(keras.callbacks.Callback):
 
     def after_training(self):
         """{part: seconds} the parts after training will take: the model
-        choice (`choice_candidates` beam decodes of the validation
+        choice (the plan's `choice_decodes` beam decodes of the validation
         sentences) and the test (one of the test sentences), each sentence
         priced at the last validation decode's seconds per sentence times
         BEAM_COST, and the plan's export."""
@@ -309,7 +310,7 @@ class TimeBudget(keras.callbacks.Callback):
             decode, sentences = self.validation.expected_decode_seconds, len(self.validation.sentences)
         beam = decode * BEAM_COST  # one beam decode of the validation sentences
         test = beam * self.plan.test_sentences / sentences if sentences else 0.0
-        return {"choice": beam * self.choice_candidates, "test": test, "export": self.plan.export_seconds}
+        return {"choice": beam * self.plan.choice_decodes, "test": test, "export": self.plan.export_seconds}
 
     def left_for_training(self):
         """Seconds left for updates: training's planned share of the budget

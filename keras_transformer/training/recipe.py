@@ -12,7 +12,9 @@ a straight line of stages:
    every checkpoint interval and keeping the best checkpoint (`train`);
 3. average the last `config.average_last` kept checkpoints and score the
    last, the averaged and the best on the validation set with the run's
-   beam search (`choose_trained_model`);
+   beam search (`choose_trained_model`); with a time budget and no --alpha,
+   choose the chosen model's length penalty on the same sentences
+   (`choose_length_penalty`);
 4. score the chosen model on the test split with sacreBLEU, chrF and
    sentence-level exact match, and show a few examples (`score_on_test`);
 5. export it as a SavedModel for TF Serving.
@@ -139,7 +141,9 @@ def plan_budget(config, run_dir, started, fixed=()):
     plan = budget.plan(budget_seconds, time.monotonic() - started, recipe.seconds_per_update,
                        max_warmup=auto_config.reference_warmup(recipe.config.preset, recipe.config.norm_first),
                        test_sentences=len(sources.read_split(config.data, "test")[0]),
-                       export_seconds=budget.EXPORT_SECONDS if config.export_dir else 0.0)
+                       export_seconds=budget.EXPORT_SECONDS if config.export_dir else 0.0,
+                       choice_decodes=len(model_choice.CANDIDATES) + (0 if "alpha" in fixed else
+                                                                      len(model_choice.ALPHAS) - 1))
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, recipe.config.checkpoint_every)
     recipe = scheduled(recipe, plan, fixed)
@@ -253,13 +257,34 @@ def choose_trained_model(config, run_dir, model, translator):
         return translator.translate(sentences).best
 
     sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
-    print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {config.beam_size}):")
+    print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {translator.beam_size}, "
+          f"alpha {translator.alpha:g}):")
     choice = model_choice.choose_model(run_dir, model, translate, sentences, references,
                                        config.average_last, first_cooldown_interval(config.training, run_dir))
     for name in model_choice.CANDIDATES:
         if name in choice.scores:
             _print_scores(f"  {name}" + (" (chosen)" if name == choice.chosen else ""), choice.scores[name])
     return choice
+
+
+def choose_length_penalty(config, run_dir, model, tokenizer, choice):
+    """The length penalty of the chosen model's beam search, chosen on the
+    model choice's validation sentences among `model_choice.ALPHAS`
+    (`model_choice.choose_alpha`; `choice` was made at the first). Returns
+    (config with that alpha, recorded in the run folder for the scripts and
+    the export, and the `ModelChoice` with it)."""
+    sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
+    print(f"\nChoosing its length penalty on them (alpha {', '.join(f'{a:g}' for a in model_choice.ALPHAS)}):")
+
+    def translate_at(alpha):
+        return lambda texts: make_translator(config.decoding, model, tokenizer, alpha=alpha).translate(texts).best
+
+    choice = model_choice.choose_alpha(run_dir, choice, translate_at, sentences, references)
+    for alpha, scores in choice.alpha_scores.items():
+        _print_scores(f"  alpha {alpha}" + (" (chosen)" if float(alpha) == choice.alpha else ""), scores)
+    config = dataclasses.replace(config, alpha=choice.alpha)
+    run_dir.save_config(config)
+    return config, choice
 
 
 def score_on_test(config, run_dir, translator, chosen, examples):
@@ -297,9 +322,14 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     run_dir = RunDir(config.model_dir)
     clock = PartClock(config, run_dir, started)
     with clock.part("choice"):
-        translator = make_translator(config.decoding, model, tokenizer)
+        choose_alpha = bool(config.time_budget) and "alpha" not in fixed
+        first_alpha = model_choice.ALPHAS[0] if choose_alpha else None  # else the run's
+        translator = make_translator(config.decoding, model, tokenizer, alpha=first_alpha)
         choice = choose_trained_model(config, run_dir, model, translator)
-    result["model_choice"], result["chosen"] = choice.scores, choice.chosen
+        if choose_alpha:
+            config, choice = choose_length_penalty(config, run_dir, model, tokenizer, choice)
+            translator = make_translator(config.decoding, model, tokenizer)
+    result["model_choice"], result["chosen"], result["alpha"] = choice.scores, choice.chosen, config.alpha
     with clock.part("test"):
         scores = score_on_test(config, run_dir, translator, choice.chosen, examples)
     result.update({k: v for k, v in scores.items() if k != "hypotheses"})

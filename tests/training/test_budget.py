@@ -316,18 +316,20 @@ def test_each_validation_is_recorded_with_its_loss_pass_and_its_bleu_decode(tmp_
 
 def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_validation_decode(tmp_path):
     """200 validation sentences decoded greedily in 4 s price a beam sentence
-    at 4 / 200 x BEAM_COST: three candidates of 200 and a test of 1,000, plus
-    the plan's export. Training stops where those, and the last validation,
-    fill the budget to within an update and a validation."""
+    at 4 / 200 x BEAM_COST: the choice's six decodes of 200 (three candidates,
+    three further length penalties), a test of 1,000, plus the plan's export.
+    Training stops where those, and the last validation, fill the budget to
+    within an update and a validation."""
     clock, run_dir = Clock(), RunDir(tmp_path)
-    plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0)
+    plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, choice_decodes=6)
+    assert plan.choice_decodes == 6 and budget.plan(1200.0, 0.0, 1.0).choice_decodes == 3
     callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=FakeValidation(200, 4.0))
     callback.set_model(fake_model())
     simulate(callback, clock, 1.0, 6.0, plan.interval)
     record = run_dir.read_budget()
     per_sentence = 4.0 / 200 * budget.BEAM_COST
     parts = record["parts"]
-    assert parts["choice"]["planned"] == pytest.approx(3 * 200 * per_sentence)
+    assert parts["choice"]["planned"] == pytest.approx(6 * 200 * per_sentence)
     assert parts["test"]["planned"] == pytest.approx(1000 * per_sentence)
     assert parts["export"]["planned"] == 30.0
     after = parts["choice"]["planned"] + parts["test"]["planned"] + 30.0
@@ -338,11 +340,11 @@ def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_v
 
     budget.record_part(run_dir, "choice", 20.0, command_seconds=record["spent_seconds"] + 20.0)
     record = run_dir.read_budget()
-    assert record["parts"]["choice"] == {"planned": pytest.approx(24.0), "spent": 20.0}
+    assert record["parts"]["choice"] == {"planned": pytest.approx(48.0), "spent": 20.0}
     assert budget.describe_parts({**record, "budget_minutes": 20.0}) == (
         f"Time budget: 20 minutes; the command took {record['command_seconds'] / 60:.1f}: training "
         f"{record['spent_seconds'] / 60:.1f} (planned {parts['training']['planned'] / 60:.1f}), choice 0.3 "
-        "(planned 0.4)")
+        "(planned 0.8)")
 
 
 def test_the_probe_times_fit_from_one_updates_end_to_the_next_after_the_untimed_ones():

@@ -97,3 +97,37 @@ def test_a_run_with_one_checkpoint_in_the_cool_down_has_no_average(tmp_path):
 
     record = model_choice.choose_model(run_dir, marked_model(), translate, REFERENCES, REFERENCES, 5, 2)
     assert set(record.scores) == {"last"} and len(decodes) == 1  # no validation decode spent on an average
+
+
+@pytest.mark.parametrize("right_at,chosen", [
+    ({0.6: 0.5, 0.8: 0.5, 1.0: 0.7, 1.2: 0.6}, 1.0),  # the best BLEU wins
+    ({0.6: 0.5, 0.8: 0.5, 1.0: 0.5, 1.2: 0.5}, 0.6),  # a tie goes to the paper's
+    ({0.6: 0.5, 0.8: 0.6, 1.0: 0.6, 1.2: 0.2}, 0.8),  # and between the others to the smaller
+])
+def test_the_length_penalty_follows_validation_bleu_and_ties_go_to_the_papers(tmp_path, right_at, chosen):
+    """`choose_alpha` decodes the chosen model once per further alpha (the
+    choice's own scores stand for the first), keeps the one with the best
+    BLEU, and records it with every alpha's scores beside the model choice."""
+    from keras_transformer.config import PAPER_ALPHA
+
+    assert model_choice.ALPHAS[0] == PAPER_ALPHA
+    run_dir = make_run(tmp_path, [0.0, 1.0], best_epoch=1)
+    model = marked_model()
+    choice = model_choice.choose_model(run_dir, model, translate_by_weight(model, lambda w: right_at[0.6]),
+                                       REFERENCES, REFERENCES, average_last=1)
+    decoded = []
+
+    def translate_at(alpha):
+        decoded.append(alpha)
+        return lambda sentences: translate_by_weight(model, lambda w: right_at[alpha])(sentences)
+
+    with_alpha = model_choice.choose_alpha(run_dir, choice, translate_at, REFERENCES, REFERENCES)
+    assert decoded == list(model_choice.ALPHAS[1:])
+    assert with_alpha.alpha == chosen and (with_alpha.chosen, with_alpha.scores) == (choice.chosen, choice.scores)
+    bleu = {float(alpha): s["bleu"] for alpha, s in with_alpha.alpha_scores.items()}
+    assert set(bleu) == set(model_choice.ALPHAS) and bleu[0.6] == choice.scores[choice.chosen]["bleu"]
+    assert bleu[chosen] == max(bleu.values())
+    with open(tmp_path / "model_choice.json") as f:
+        record = json.load(f)
+    assert record["alpha"] == chosen and record["alpha_scores"] == with_alpha.alpha_scores
+    assert run_dir.default_weights() == run_dir._join(record["path"])  # the chosen weights stay the scripts'

@@ -44,6 +44,7 @@ def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     choice = json.loads((run / "model_choice.json").read_text())
     ranked = sorted(choice["scores"], key=lambda n: (choice["scores"][n]["bleu"], choice["scores"][n]["chrf"]))
     assert choice["chosen"] == ranked[-1] and {"last", "average"} <= set(choice["scores"])
+    assert choice["alpha"] is None and "Choosing its length penalty" not in result.stdout  # no budget: the paper's
     for name, figures in choice["scores"].items():
         assert re.search(rf"^  {name}( \(chosen\))? +sacreBLEU +{figures['bleu']:.2f}  ", result.stdout, re.M)
     assert "tokens_per_sec" in result.stdout and "sec_per_step" in result.stdout  # progress is visible
@@ -137,7 +138,7 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
 
     from keras_transformer import cli
     from keras_transformer.run_dir import RunDir
-    from keras_transformer.training import budget
+    from keras_transformer.training import budget, model_choice
     from tests.conftest import run_entry_point, write_tsv
 
     train, test = small_corpus
@@ -163,6 +164,13 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     assert record["command_seconds"] == pytest.approx(sum(parts[part]["spent"] for part in parts
                                                           if "spent" in parts[part]), abs=1.0)
     assert budget.describe_parts(record) in out
+    # The length penalty was chosen on the validation sentences, and the run records it for the scripts.
+    choice = run_dir.read_choice()
+    assert choice["alpha"] in model_choice.ALPHAS and config.alpha == choice["alpha"]
+    bleu = {float(alpha): scores["bleu"] for alpha, scores in choice["alpha_scores"].items()}
+    assert set(bleu) == set(model_choice.ALPHAS) and bleu[choice["alpha"]] == max(bleu.values())
+    assert bleu[model_choice.ALPHAS[0]] == choice["scores"][choice["chosen"]]["bleu"]
+    assert f"  alpha {choice['alpha']:g} (chosen)" in out
 
     code, out, err = run_entry_point(cli.train_main, args, capsys)  # started again: the budget is spent
     assert code == 0, err
@@ -283,6 +291,19 @@ def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fak
     assert record["recipe"][-1].endswith(f"warm-up {given.warmup_steps} at learning-rate scale 1.0 (your flag), "
                                          "then linearly to zero over the last 50% of the updates, at zero when the "
                                          "budget ends")
+
+
+def test_the_plan_prices_a_decode_per_length_penalty_the_choice_will_try(tmp_path, plan_on_a_fake_machine):
+    """Without --alpha the model choice also tries the length penalties, one
+    validation decode each beyond the first: the plan sets them aside."""
+    from keras_transformer.config import RunConfig
+    from keras_transformer.training import model_choice
+
+    _, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10", model_dir=str(tmp_path / "a")))
+    assert record["plan"]["choice_decodes"] == len(model_choice.CANDIDATES) + len(model_choice.ALPHAS) - 1 == 6
+    config = RunConfig(dataset="c.tsv", time_budget="10", alpha=1.0, model_dir=str(tmp_path / "b"))
+    given, record = plan_on_a_fake_machine(config, fixed={"alpha"})
+    assert record["plan"]["choice_decodes"] == len(model_choice.CANDIDATES) and given.alpha == 1.0
 
 
 def test_scheduling_is_a_stage_from_one_frozen_recipe_to_the_next():
