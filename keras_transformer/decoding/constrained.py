@@ -305,7 +305,7 @@ def constrained_search_graph(model, source_ids, constraints, prefixes, beam_size
     limits, loop_length = search.output_limits(source_ids, max_length, extra_length)
     limits, loop_length = prefix_limits(limits, loop_length, prefixes)
     tokens_to_logits, cache = make_step(search.as_models(model), source_ids, loop_length, beam_size, use_cache)
-    return constrained_beam_decode(tokens_to_logits, cache, beam_size, float(alpha), limits, loop_length,
+    return constrained_beam_decode(tokens_to_logits, cache, beam_size, search.as_alpha(alpha), limits, loop_length,
                                    constraints, prefixes, n_best, guard=guard, continues_word=continues_word)
 
 

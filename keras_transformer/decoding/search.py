@@ -404,8 +404,21 @@ def check_beam_settings(beam_size, n_best, alpha):
         raise ValueError(f"beam_size must be at least 1; got {beam_size}.")
     if not 1 <= int(n_best) <= int(beam_size):
         raise ValueError(f"n_best must be in [1, beam_size={beam_size}]; got {n_best}.")
+    if not tf.is_tensor(alpha):  # a tensor's value is its maker's to check (`Translator.alpha`)
+        check_alpha(alpha)
+
+
+def check_alpha(alpha):
+    """ValueError unless the length penalty's alpha is non-negative."""
     if alpha < 0:
         raise ValueError(f"alpha must be non-negative; got {alpha}.")
+
+
+def as_alpha(alpha):
+    """A search's length penalty as it takes it: a Python number (a constant
+    of the traced graph), or a float32 scalar tensor, read at each call (so a
+    `Translator`'s traced search serves any alpha without a retrace)."""
+    return alpha if tf.is_tensor(alpha) else float(alpha)
 
 
 def greedy_search_graph(model, source_ids, max_length=None, use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH,
@@ -415,7 +428,7 @@ def greedy_search_graph(model, source_ids, max_length=None, use_cache=True, extr
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
     tokens_to_logits, cache = make_step(as_models(model), source_ids, loop_length, 1, use_cache)
     return normalized(sequential_decode(tokens_to_logits, cache, limits, loop_length, arg_max, guard=guard),
-                       float(alpha))
+                       as_alpha(alpha))
 
 
 def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperature=1.0, max_length=None,
@@ -429,7 +442,7 @@ def sample_search_graph(model, source_ids, seed=0, top_k=0, top_p=1.0, temperatu
     choose = sampler(seed, int(top_k), float(top_p), float(temperature))
     hypotheses = sequential_decode(tokens_to_logits, cache, limits, loop_length, choose, drop_finished=False,
                                    guard=guard)
-    return normalized(hypotheses, float(alpha))
+    return normalized(hypotheses, as_alpha(alpha))
 
 
 def beam_search_graph(model, source_ids, beam_size=PAPER_BEAM_SIZE, alpha=PAPER_ALPHA, max_length=None,
@@ -440,7 +453,7 @@ def beam_search_graph(model, source_ids, beam_size=PAPER_BEAM_SIZE, alpha=PAPER_
     guard = make_guard(no_repeat_ngram_size, repetition_penalty)
     limits, loop_length = output_limits(source_ids, max_length, extra_length)
     tokens_to_logits, cache = make_step(as_models(model), source_ids, loop_length, beam_size, use_cache)
-    return beam_decode(tokens_to_logits, cache, beam_size, float(alpha), limits, loop_length, n_best, guard=guard)
+    return beam_decode(tokens_to_logits, cache, beam_size, as_alpha(alpha), limits, loop_length, n_best, guard=guard)
 
 
 def greedy_search(model, source_ids, max_length=None, use_cache=True, extra_length=DEFAULT_EXTRA_LENGTH,

@@ -45,6 +45,8 @@ _RUN = DecodingSettings()  # a run's defaults
 # Between the phrases of one sentence in `translate_constrained_strings` (and
 # in a constraints file's line, and in the SavedModel's `translate_constrained`).
 PHRASE_SEPARATOR = "\t"
+# The length penalty as the traced searches take it (`Translator.compiled`).
+_ALPHA_SPEC = tf.TensorSpec([], tf.float32, name="alpha")
 
 
 class Translator(tf.Module):
@@ -71,6 +73,10 @@ class Translator(tf.Module):
 
     Scores mean what beam search's do, whatever the search: the summed
     log-probability over the length penalty at `alpha` (`search.Hypotheses`).
+    `alpha` may be set again: the traced searches (`compiled`,
+    `compiled_constrained`) take it at each call, so a new one costs no
+    retrace (the model choice tries several, `recipe.choose_length_penalty`);
+    an export fixes the alpha of its time.
         no_repeat_ngram_size, repetition_penalty: the decoding guards
             (`decoding.guards`, CTranslate2's meaning), for every search;
             0 and 1.0 (the defaults) are off.
@@ -102,7 +108,7 @@ class Translator(tf.Module):
         self.models = check_ensemble(model if isinstance(model, (list, tuple)) else [model])
         self.tokenizer = tokenizer
         self.beam_size = int(beam_size)
-        self.alpha = float(alpha)
+        self.alpha = alpha
         self.max_input_length = int(max_input_length)
         self.extra_length = int(extra_length)
         self.n_best = int(n_best)
@@ -110,6 +116,16 @@ class Translator(tf.Module):
         self.greedy = bool(greedy)
         self.no_repeat_ngram_size = int(no_repeat_ngram_size)
         self.repetition_penalty = float(repetition_penalty)
+
+    @property
+    def alpha(self):
+        """The length penalty of the searches (GNMT's alpha, `search.length_penalty`)."""
+        return self._alpha
+
+    @alpha.setter
+    def alpha(self, value):
+        search.check_alpha(float(value))
+        self._alpha = float(value)
 
     @property
     def _model(self):
@@ -122,18 +138,20 @@ class Translator(tf.Module):
         ids = self.tokenizer.encode_sources(sentences, self.max_input_length)  # ragged (B, None)
         return ids.to_tensor(shape=[None, None])
 
-    def translate_ids(self, source_ids):
+    def translate_ids(self, source_ids, alpha=None):
         """(B, S) source ids -> `search.Hypotheses`: ids (B, N, L) ending in EOS
-        then PAD, and scores (B, N)."""
+        then PAD, and scores (B, N). `alpha`: a float32 scalar tensor, or None
+        for `self.alpha` (a constant of the graph)."""
+        alpha = self.alpha if alpha is None else alpha
         common = {"extra_length": self.extra_length, "no_repeat_ngram_size": self.no_repeat_ngram_size,
                   "repetition_penalty": self.repetition_penalty}
         if self.sampling is not None:
             return search.sample_search_graph(
                 self._model, source_ids, self.sampling["seed"], self.sampling["top_k"], self.sampling["top_p"],
-                self.sampling["temperature"], alpha=self.alpha, **common)
+                self.sampling["temperature"], alpha=alpha, **common)
         if self.greedy:
-            return search.greedy_search_graph(self._model, source_ids, alpha=self.alpha, **common)
-        return search.beam_search_graph(self._model, source_ids, self.beam_size, self.alpha, n_best=self.n_best,
+            return search.greedy_search_graph(self._model, source_ids, alpha=alpha, **common)
+        return search.beam_search_graph(self._model, source_ids, self.beam_size, alpha, n_best=self.n_best,
                                         **common)
 
     def encode_phrases(self, phrases):
@@ -145,17 +163,18 @@ class Translator(tf.Module):
         pieces = self.tokenizer.tokenize(split.flat_values)  # ragged (B*C, P)
         return tf.RaggedTensor.from_row_splits(pieces, split.row_splits).to_tensor()  # (B, C, P)
 
-    def translate_constrained_ids(self, source_ids, constraints, prefixes):
+    def translate_constrained_ids(self, source_ids, constraints, prefixes, alpha=None):
         """`translate_ids` with (B, C, P) phrases every output must contain and
         (B, Q) prefixes it must start with (`constrained.constrained_search`)."""
         if self.sampling is not None or self.greedy:
             raise ValueError("Constraints and prefixes are a beam search's; this Translator samples or is greedy.")
         return constrained.constrained_search_graph(
-            self._model, source_ids, constraints, prefixes, self.beam_size, self.alpha, n_best=self.n_best,
+            self._model, source_ids, constraints, prefixes, self.beam_size, self.alpha if alpha is None else alpha,
+            n_best=self.n_best,
             extra_length=self.extra_length, no_repeat_ngram_size=self.no_repeat_ngram_size,
             repetition_penalty=self.repetition_penalty, continues_word=tf.constant(self.tokenizer.continues_word()))
 
-    def translate_constrained_strings(self, sentences, constraints, prefixes):
+    def translate_constrained_strings(self, sentences, constraints, prefixes, alpha=None):
         """`translate_strings` whose translations contain each sentence's phrases
         (`constraints`: (B,) strings, phrases separated by PHRASE_SEPARATOR,
         "" for none) and start with its prefix (`prefixes`: (B,) strings, ""
@@ -164,11 +183,12 @@ class Translator(tf.Module):
         prefixes = tf.strings.unicode_transcode(prefixes, "UTF-8", "UTF-8", errors="replace")
         prefix_ids = self.tokenizer.tokenize(prefixes).to_tensor(shape=[None, None])
         return self._strings(sentences, lambda ids: self.translate_constrained_ids(
-            ids, self.encode_phrases(constraints), prefix_ids))
+            ids, self.encode_phrases(constraints), prefix_ids, alpha))
 
-    def translate_strings(self, sentences):
-        """(B,) strings -> (translations (B, N) strings, scores (B, N) float32). Runs in-graph."""
-        return self._strings(tf.convert_to_tensor(sentences, tf.string), self.translate_ids)
+    def translate_strings(self, sentences, alpha=None):
+        """(B,) strings -> (translations (B, N) strings, scores (B, N) float32).
+        Runs in-graph; `alpha` as `translate_ids`'."""
+        return self._strings(tf.convert_to_tensor(sentences, tf.string), lambda ids: self.translate_ids(ids, alpha))
 
     def _strings(self, sentences, translate_ids):
         """(B,) strings -> (translations (B, N), scores (B, N)) of `translate_ids`
@@ -217,12 +237,14 @@ class Translator(tf.Module):
         return constraints, prefixes
 
     def compiled_constrained(self):
-        """`translate_constrained_strings` as a tf.function over three (B,) tf.string, traced once."""
+        """`translate_constrained_strings` over three (B,) tf.string at the
+        current `alpha`, through a tf.function traced once."""
         if not hasattr(self, "_constrained_function"):
             spec = tf.TensorSpec([None], tf.string)
             self._constrained_function = tf.function(self.translate_constrained_strings,
-                                                     input_signature=[spec, spec, spec])
-        return self._constrained_function
+                                                     input_signature=[spec, spec, spec, _ALPHA_SPEC])
+        return lambda sentences, constraints, prefixes: self._constrained_function(
+            sentences, constraints, prefixes, tf.constant(self.alpha, tf.float32))
 
     def __call__(self, sentences):
         """(B,) strings -> ((B, N) UTF-8 strings, (B, N) float32 scores): one
@@ -230,12 +252,12 @@ class Translator(tf.Module):
         return self.compiled()(tf.convert_to_tensor(sentences, tf.string))
 
     def compiled(self):
-        """`translate_strings` as a tf.function over (B,) tf.string, traced once."""
+        """`translate_strings` over (B,) tf.string at the current `alpha`,
+        through a tf.function traced once."""
         if not hasattr(self, "_function"):
-            self._function = tf.function(
-                self.translate_strings, input_signature=[tf.TensorSpec([None], tf.string)]
-            )
-        return self._function
+            self._function = tf.function(self.translate_strings,
+                                         input_signature=[tf.TensorSpec([None], tf.string), _ALPHA_SPEC])
+        return lambda sentences: self._function(sentences, tf.constant(self.alpha, tf.float32))
 
 
 def check_term_counts(sentences, constraints, prefixes):

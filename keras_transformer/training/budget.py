@@ -62,9 +62,19 @@ WARMUP_SHARE = 1.0 - COOLDOWN_SHARE
 FIRST_OVERHEAD_SHARE = 0.12
 # The model choice decodes the validation sentences once per candidate with
 # beam search, and the test decodes the test sentences with it; validation
-# decodes greedily. A beam-4 decode of a sentence costs about this many
-# greedy ones (1.8 on 300 of the main job's validation sentences).
-BEAM_COST = 2.0
+# decodes greedily. A beam-4 decode of a sentence at the paper's alpha 0.6
+# costs about this many greedy ones, its trace and scoring included: priced
+# at 2.0, the choice and the test of five budgeted runs (LibreOffice at 25 and
+# 50 minutes, its medium and short pairs at 17; 2-core AMD EPYC) took
+# 0.94-1.57 and 1.0-1.31 times their price, 1.25 in the median.
+BEAM_COST = 2.5
+# At the larger alphas the choice tries, beam search runs longer before its
+# finished hypotheses beat the alive ones: on LibreOffice's 200 validation
+# sentences (its 25-minute run, one Translator) 0.8, 1.0 and 1.2 took 1.28,
+# 1.42 and 1.69 times 0.6's seconds. A decode of a further alpha, and the test
+# of a run that chooses its alpha (at whichever it keeps), are priced at this
+# many times 0.6's.
+LONG_ALPHA_COST = 1.5
 # The SavedModel export (tracing the serving signatures and writing them):
 # 10-19 s for the small preset on a 2-core AMD EPYC with AVX-512 bf16
 # (LibreOffice runs of 17 and 25 minutes).
@@ -103,12 +113,14 @@ class Plan:
     test_sentences: int = 0
     export_seconds: float = 0.0
     # Beam decodes of the validation sentences the model choice makes: one per
-    # candidate (`model_choice.CANDIDATES`), one per further length penalty it tries.
+    # candidate (`model_choice.CANDIDATES`) at the run's alpha, and one per
+    # further length penalty it tries (each LONG_ALPHA_COST).
     choice_decodes: int = 3
+    alpha_decodes: int = 0
 
 
 def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=PAPER_WARMUP_STEPS,
-         test_sentences=0, export_seconds=0.0, choice_decodes=3):
+         test_sentences=0, export_seconds=0.0, choice_decodes=3, alpha_decodes=0):
     """The `Plan` for the budget left, the export's seconds set aside. ValueError
     if it does not reach the first checkpoint."""
     left = budget_seconds - spent_seconds - export_seconds
@@ -125,7 +137,7 @@ def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_
     # Room for the machine to run faster than probed; the budget stops the run first.
     max_updates = interval * math.ceil(3 * updates / interval)
     return Plan(float(seconds_per_update), updates, interval, warmup, max_updates, int(test_sentences),
-                float(export_seconds), int(choice_decodes))
+                float(export_seconds), int(choice_decodes), int(alpha_decodes))
 
 
 def with_interval(plan, interval):
@@ -179,6 +191,23 @@ def record_part(run_dir, part, spent_seconds, command_seconds=None):
     if command_seconds is not None:
         update["command_seconds"] = float(command_seconds)
     run_dir.write_budget(update)
+
+
+def decode_fits(record, seconds_since_training):
+    """Whether a budgeted run (its budget `record`) has time for one more of
+    the model choice's decodes at a further alpha: priced as the plan priced
+    it (`TimeBudget.after_training`), it must leave the test's and the
+    export's planned seconds.
+    `seconds_since_training`: what the command has spent since training
+    ended. True when training ended before a validation priced the choice."""
+    parts = record.get("parts", {})
+    if "planned" not in parts.get("choice", {}):
+        return True
+    plan = record["plan"]
+    units = plan["choice_decodes"] + LONG_ALPHA_COST * plan.get("alpha_decodes", 0)
+    decode = parts["choice"]["planned"] / units * LONG_ALPHA_COST
+    spent = parts["training"]["spent"] + seconds_since_training
+    return spent + decode + parts["test"]["planned"] + parts["export"]["planned"] <= record["budget_minutes"] * 60.0
 
 
 def describe_parts(record):
@@ -301,16 +330,19 @@ class TimeBudget(keras.callbacks.Callback):
     def after_training(self):
         """{part: seconds} the parts after training will take: the model
         choice (the plan's `choice_decodes` beam decodes of the validation
-        sentences) and the test (one of the test sentences), each sentence
-        priced at the last validation decode's seconds per sentence times
-        BEAM_COST, and the plan's export."""
+        sentences, and its `alpha_decodes` at LONG_ALPHA_COST) and the test
+        (one of the test sentences, at LONG_ALPHA_COST when the choice tries
+        alphas), each sentence priced at the last validation decode's seconds
+        per sentence times BEAM_COST, and the plan's export."""
         decode, sentences = self.record["validation_seconds"], None
         if self.validation is not None and self.validation.expected_decode_seconds is not None:
             # As long as the references, as a trained model's outputs are (`expected_decode_seconds`).
             decode, sentences = self.validation.expected_decode_seconds, len(self.validation.sentences)
-        beam = decode * BEAM_COST  # one beam decode of the validation sentences
-        test = beam * self.plan.test_sentences / sentences if sentences else 0.0
-        return {"choice": beam * self.plan.choice_decodes, "test": test, "export": self.plan.export_seconds}
+        beam = decode * BEAM_COST  # one beam decode of the validation sentences at alpha 0.6
+        longer = LONG_ALPHA_COST if self.plan.alpha_decodes else 1.0
+        test = beam * longer * self.plan.test_sentences / sentences if sentences else 0.0
+        return {"choice": beam * (self.plan.choice_decodes + LONG_ALPHA_COST * self.plan.alpha_decodes),
+                "test": test, "export": self.plan.export_seconds}
 
     def left_for_training(self):
         """Seconds left for updates: training's planned share of the budget

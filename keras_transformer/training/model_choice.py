@@ -95,7 +95,7 @@ def choose_model(run_dir, model, translate, sentences, references, average_last=
     return choice
 
 
-def choose_alpha(run_dir, choice, translate_at, sentences, references, alphas=ALPHAS):
+def choose_alpha(run_dir, choice, translate_at, sentences, references, alphas=ALPHAS, worth_trying=None):
     """The `ModelChoice` `choice`, made at `alphas[0]`, with the length penalty
     of `alphas` under which its model scores the highest BLEU (then chrF;
     ties go to the earlier) on the same `sentences`, recorded in the run
@@ -104,12 +104,17 @@ def choose_alpha(run_dir, choice, translate_at, sentences, references, alphas=AL
 
     translate_at: alpha -> (list of str -> list of str), the chosen model's
         beam search at that length penalty.
+    worth_trying: None, or () -> bool, asked before each further alpha; at
+        the first False the rest of `alphas` are not tried (a time budget's
+        guard, `budget.decode_fits`). `alpha_scores` holds those tried.
     """
     scores = {alphas[0]: choice.scores[choice.chosen]}
     for alpha in alphas[1:]:
+        if worth_trying is not None and not worth_trying():
+            break
         figures = evaluation.score(translate_at(alpha)(sentences), references)
         scores[alpha] = {k: figures[k] for k in ("bleu", "chrf", "exact_match")}
-    best = max(alphas, key=lambda alpha: (scores[alpha]["bleu"], scores[alpha]["chrf"], -alphas.index(alpha)))
+    best = max(scores, key=lambda alpha: (scores[alpha]["bleu"], scores[alpha]["chrf"], -alphas.index(alpha)))
     choice = dataclasses.replace(choice, alpha=float(best),
                                  alpha_scores={f"{alpha:g}": figures for alpha, figures in scores.items()})
     run_dir.write_choice(dataclasses.asdict(choice))

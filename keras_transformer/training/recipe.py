@@ -142,8 +142,8 @@ def plan_budget(config, run_dir, started, fixed=()):
                        max_warmup=auto_config.reference_warmup(recipe.config.preset, recipe.config.norm_first),
                        test_sentences=len(sources.read_split(config.data, "test")[0]),
                        export_seconds=budget.EXPORT_SECONDS if config.export_dir else 0.0,
-                       choice_decodes=len(model_choice.CANDIDATES) + (0 if "alpha" in fixed else
-                                                                      len(model_choice.ALPHAS) - 1))
+                       choice_decodes=len(model_choice.CANDIDATES),
+                       alpha_decodes=0 if "alpha" in fixed else len(model_choice.ALPHAS) - 1)
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, recipe.config.checkpoint_every)
     recipe = scheduled(recipe, plan, fixed)
@@ -248,15 +248,14 @@ class PartClock:
             budget.record_part(self.run_dir, name, now - start, command_seconds=now - self.started)
 
 
-def choose_trained_model(config, run_dir, model, translator):
+def choose_trained_model(config, run_dir, model, translator, sentences, references):
     """The model choice: the last, averaged and best checkpoints scored on the
-    validation sentences with the run's beam search by `translator` (over
-    `model`, which ends with the chosen weights: `model_choice.choose_model`).
-    Returns the `model_choice.ModelChoice`."""
+    validation `sentences` against `references` with the run's beam search
+    by `translator` (over `model`, which ends with the chosen weights:
+    `model_choice.choose_model`). Returns the `model_choice.ModelChoice`."""
     def translate(sentences):  # with a progress line on stderr: three candidates can take minutes
         return translator.translate(sentences).best
 
-    sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
     print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {translator.beam_size}, "
           f"alpha {translator.alpha:g}):")
     choice = model_choice.choose_model(run_dir, model, translate, sentences, references,
@@ -267,21 +266,29 @@ def choose_trained_model(config, run_dir, model, translator):
     return choice
 
 
-def choose_length_penalty(config, run_dir, model, tokenizer, choice):
+def choose_length_penalty(config, run_dir, translator, choice, sentences, references, worth_trying=None):
     """The length penalty of the chosen model's beam search, chosen on the
-    model choice's validation sentences among `model_choice.ALPHAS`
-    (`model_choice.choose_alpha`; `choice` was made at the first). Returns
-    (config with that alpha, recorded in the run folder for the scripts and
-    the export, and the `ModelChoice` with it)."""
-    sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
+    model choice's validation `sentences` among `model_choice.ALPHAS`
+    (`model_choice.choose_alpha`; `choice` was made at the first) with
+    `translator`, whose traced search serves them all and is left at the
+    chosen one. `worth_trying`: as `choose_alpha`'s. Returns (config with that
+    alpha, recorded in the run folder for the scripts and the export, and
+    the `ModelChoice` with it)."""
     print(f"\nChoosing its length penalty on them (alpha {', '.join(f'{a:g}' for a in model_choice.ALPHAS)}):")
 
     def translate_at(alpha):
-        return lambda texts: make_translator(config.decoding, model, tokenizer, alpha=alpha).translate(texts).best
+        translator.alpha = alpha
+        return lambda texts: translator.translate(texts).best
 
-    choice = model_choice.choose_alpha(run_dir, choice, translate_at, sentences, references)
+    choice = model_choice.choose_alpha(run_dir, choice, translate_at, sentences, references,
+                                       worth_trying=worth_trying)
     for alpha, scores in choice.alpha_scores.items():
         _print_scores(f"  alpha {alpha}" + (" (chosen)" if float(alpha) == choice.alpha else ""), scores)
+    untried = model_choice.ALPHAS[len(choice.alpha_scores):]
+    if untried:
+        print(f"  alpha {', '.join(f'{a:g}' for a in untried)} not tried: the time budget keeps the rest for the "
+              "test and the export")
+    translator.alpha = choice.alpha
     config = dataclasses.replace(config, alpha=choice.alpha)
     run_dir.save_config(config)
     return config, choice
@@ -315,20 +322,24 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     what each part after training took goes to the budget record."""
     started = time.monotonic() if started is None else started
     config, model, tokenizer, strategy = train(config, fixed=fixed, started=started)
+    trained = time.monotonic()
     is_chief, _ = distribution.worker_role(strategy)
-    result = {"train_seconds": time.monotonic() - started}
+    result = {"train_seconds": trained - started}
     if not is_chief:
         return result
     run_dir = RunDir(config.model_dir)
     clock = PartClock(config, run_dir, started)
     with clock.part("choice"):
+        sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
         choose_alpha = bool(config.time_budget) and "alpha" not in fixed
         first_alpha = model_choice.ALPHAS[0] if choose_alpha else None  # else the run's
         translator = make_translator(config.decoding, model, tokenizer, alpha=first_alpha)
-        choice = choose_trained_model(config, run_dir, model, translator)
+        choice = choose_trained_model(config, run_dir, model, translator, sentences, references)
         if choose_alpha:
-            config, choice = choose_length_penalty(config, run_dir, model, tokenizer, choice)
-            translator = make_translator(config.decoding, model, tokenizer)
+            record = run_dir.read_budget()
+            config, choice = choose_length_penalty(
+                config, run_dir, translator, choice, sentences, references,
+                worth_trying=lambda: budget.decode_fits(record, time.monotonic() - trained))
     result["model_choice"], result["chosen"], result["alpha"] = choice.scores, choice.chosen, config.alpha
     with clock.part("test"):
         scores = score_on_test(config, run_dir, translator, choice.chosen, examples)

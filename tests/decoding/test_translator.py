@@ -61,3 +61,27 @@ def test_bad_constraints_and_prefixes_raise_naming_the_sentence(translator):
     plain = translator.translate(sentences, progress=False)
     empty = translator.translate(sentences, progress=False, constraints=[[], []], prefixes=["", ""])
     assert empty.texts == plain.texts and (empty.scores == plain.scores).all()
+
+
+def test_a_new_alpha_translates_as_a_new_translator_without_a_retrace(tiny_run_dir):
+    """The model choice tries several length penalties with one Translator
+    (`recipe.choose_length_penalty`): setting `alpha` gives what a Translator
+    made at that alpha gives, plain and constrained, through the same traced
+    functions."""
+    config, model, tokenizer = restore.restore(tiny_run_dir)
+    reused = restore.make_translator(config.decoding, model, tokenizer, alpha=0.6)
+    terms = {"constraints": [["Uhr"], [], [], [], []], "prefixes": ["Es", "", "", "", ""]}
+    at_first = reused.translate(SENTENCES, batch_size=2, progress=False)
+    reused.translate(SENTENCES, batch_size=2, progress=False, **terms)
+    reused.alpha = 1.2
+    fresh = restore.make_translator(config.decoding, model, tokenizer, alpha=1.2)
+    for given in ({}, terms):
+        got, expected = (t.translate(SENTENCES, batch_size=2, progress=False, **given) for t in (reused, fresh))
+        assert got.texts == expected.texts
+        np.testing.assert_allclose(got.scores, expected.scores, rtol=1e-6)
+    assert not np.allclose(at_first.scores[0], fresh.translate(SENTENCES[:1], progress=False).scores[0])
+    assert reused._function.experimental_get_tracing_count() == 1
+    assert reused._constrained_function.experimental_get_tracing_count() == 1
+    with pytest.raises(ValueError, match="alpha must be non-negative; got -0.5"):
+        reused.alpha = -0.5
+    assert reused.alpha == 1.2

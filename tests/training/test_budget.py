@@ -206,7 +206,8 @@ def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
     """Not one update into a new interval, whose validation and checkpoint would cost more than its updates."""
     clock, run_dir = Clock(), RunDir(tmp_path)
     plan = budget.Plan(seconds_per_update=1.0, updates=100, interval=20, warmup=10, max_updates=300)
-    callback = budget.TimeBudget(run_dir, 300.0, plan, clock=clock)
+    choice = 3 * budget.BEAM_COST * 30.0  # three candidates' beam decodes, priced by the validation
+    callback = budget.TimeBudget(run_dir, 120.0 + choice, plan, clock=clock)
     callback.set_model(fake_model())
     callback.on_train_begin()
     callback.on_epoch_begin(0)
@@ -219,7 +220,7 @@ def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
     batches(callback, clock, 19, 1.0)
     assert not callback.model.stop_training
     # At the interval's last update, 70 s are spent: this interval's validation (30 s) and the
-    # choice's 3 x 2 x 30 s leave 20 s, less than another interval and its validation. The
+    # choice leave 20 s, less than another interval and its validation. The
     # update stops the run, and the interval ends as it would have.
     batches(callback, clock, 1, 1.0)
     assert callback.model.stop_training
@@ -231,19 +232,20 @@ def test_an_interval_end_with_little_time_left_stops_there(tmp_path):
 
 def test_the_last_interval_is_as_long_as_the_time_left_allows(tmp_path):
     """Intervals of 40 updates of 1 s and validations of 5 s; after three, the
-    budget less the choice (3 x 2 x 5 s) leaves 15 updates and their
+    budget less the choice (three beam decodes priced by the validation) leaves 15 updates and their
     validation. The run makes them in a shorter last interval and ends the
     learning rate there, spending the whole budget."""
     clock, run_dir = Clock(), RunDir(tmp_path)
     plan = budget.Plan(seconds_per_update=1.0, updates=150, interval=40, warmup=10, max_updates=400)
     total = keras.Variable(float(plan.updates), trainable=False)
-    callback = budget.TimeBudget(run_dir, 185.0, plan, total, clock=clock)
+    seconds = 155.0 + 3 * budget.BEAM_COST * 5.0
+    callback = budget.TimeBudget(run_dir, seconds, plan, total, clock=clock)
     callback.set_model(fake_model())
     made = simulate(callback, clock, 1.0, 5.0, plan.interval)
     record = run_dir.read_budget()
     assert made == record["made_updates"] == record["expected_updates"] == 3 * 40 + 15
     assert float(total.numpy()) == made
-    assert record["spent_seconds"] + record["parts"]["choice"]["planned"] == pytest.approx(185.0)
+    assert record["spent_seconds"] + record["parts"]["choice"]["planned"] == pytest.approx(seconds)
 
 
 def test_a_last_interval_not_worth_its_validation_is_not_started(tmp_path):
@@ -316,21 +318,24 @@ def test_each_validation_is_recorded_with_its_loss_pass_and_its_bleu_decode(tmp_
 
 def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_validation_decode(tmp_path):
     """200 validation sentences decoded greedily in 4 s price a beam sentence
-    at 4 / 200 x BEAM_COST: the choice's six decodes of 200 (three candidates,
-    three further length penalties), a test of 1,000, plus the plan's export.
-    Training stops where those, and the last validation, fill the budget to
-    within an update and a validation."""
+    at 4 / 200 x BEAM_COST: the choice's three candidates' decodes of 200 and
+    three further length penalties' (each LONG_ALPHA_COST), a test of 1,000
+    at LONG_ALPHA_COST, plus the plan's export. Training stops where those,
+    and the last validation, fill the budget to within an update and a
+    validation."""
     clock, run_dir = Clock(), RunDir(tmp_path)
-    plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, choice_decodes=6)
-    assert plan.choice_decodes == 6 and budget.plan(1200.0, 0.0, 1.0).choice_decodes == 3
+    plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, alpha_decodes=3)
+    assert (plan.choice_decodes, plan.alpha_decodes) == (3, 3) and budget.plan(1200.0, 0.0, 1.0).alpha_decodes == 0
     callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=FakeValidation(200, 4.0))
     callback.set_model(fake_model())
     simulate(callback, clock, 1.0, 6.0, plan.interval)
     record = run_dir.read_budget()
     per_sentence = 4.0 / 200 * budget.BEAM_COST
     parts = record["parts"]
-    assert parts["choice"]["planned"] == pytest.approx(6 * 200 * per_sentence)
-    assert parts["test"]["planned"] == pytest.approx(1000 * per_sentence)
+    longer = budget.LONG_ALPHA_COST
+    assert longer > 1.0
+    assert parts["choice"]["planned"] == pytest.approx((3 + 3 * longer) * 200 * per_sentence)
+    assert parts["test"]["planned"] == pytest.approx(1000 * per_sentence * longer)
     assert parts["export"]["planned"] == 30.0
     after = parts["choice"]["planned"] + parts["test"]["planned"] + 30.0
     assert parts["training"]["planned"] == pytest.approx(1200.0 - after)
@@ -340,11 +345,29 @@ def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_v
 
     budget.record_part(run_dir, "choice", 20.0, command_seconds=record["spent_seconds"] + 20.0)
     record = run_dir.read_budget()
-    assert record["parts"]["choice"] == {"planned": pytest.approx(48.0), "spent": 20.0}
+    assert record["parts"]["choice"] == {"planned": pytest.approx((3 + 3 * longer) * 200 * per_sentence),
+                                         "spent": 20.0}
     assert budget.describe_parts({**record, "budget_minutes": 20.0}) == (
         f"Time budget: 20 minutes; the command took {record['command_seconds'] / 60:.1f}: training "
         f"{record['spent_seconds'] / 60:.1f} (planned {parts['training']['planned'] / 60:.1f}), choice 0.3 "
-        "(planned 0.8)")
+        f"(planned {parts['choice']['planned'] / 60:.1f})")
+
+
+def test_a_further_alpha_is_tried_only_if_its_decode_leaves_the_test_and_export_their_time():
+    """`decode_fits`: the choice's decodes are priced as the plan priced them
+    (a further alpha's at LONG_ALPHA_COST times a candidate's); one more
+    must end before the budget less the test's and export's planned seconds."""
+    longer = budget.LONG_ALPHA_COST
+    per_unit = 10.0  # a candidate's decode
+    record = {"budget_minutes": 10.0, "plan": {"choice_decodes": 3, "alpha_decodes": 3},
+              "parts": {"training": {"planned": 500.0, "spent": 480.0},
+                        "choice": {"planned": (3 + 3 * longer) * per_unit}, "test": {"planned": 40.0},
+                        "export": {"planned": 20.0}}}
+    edge = 600.0 - 480.0 - 40.0 - 20.0 - longer * per_unit  # seconds since training at which one more just fits
+    assert budget.decode_fits(record, edge - 0.01) and budget.decode_fits(record, edge)
+    assert not budget.decode_fits(record, edge + 0.01)
+    # Training stopped before a validation priced the choice: nothing to go by, so the choice is made whole.
+    assert budget.decode_fits({**record, "parts": {**record["parts"], "choice": {}}}, 1e6)
 
 
 def test_the_probe_times_fit_from_one_updates_end_to_the_next_after_the_untimed_ones():

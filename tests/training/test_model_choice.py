@@ -131,3 +131,23 @@ def test_the_length_penalty_follows_validation_bleu_and_ties_go_to_the_papers(tm
         record = json.load(f)
     assert record["alpha"] == chosen and record["alpha_scores"] == with_alpha.alpha_scores
     assert run_dir.default_weights() == run_dir._join(record["path"])  # the chosen weights stay the scripts'
+
+
+def test_the_length_penalties_stop_at_the_first_one_the_budget_has_no_time_for(tmp_path):
+    """With `worth_trying` (a time budget's guard), the alphas after its first
+    False are not decoded, and the choice is made among those tried."""
+    run_dir = make_run(tmp_path, [0.0, 1.0], best_epoch=1)
+    model = marked_model()
+    right_at = {0.6: 0.5, 0.8: 0.6, 1.0: 0.5, 1.2: 0.9}  # 1.2 would win, but there is time for 0.8 only
+    choice = model_choice.choose_model(run_dir, model, translate_by_weight(model, lambda w: right_at[0.6]),
+                                       REFERENCES, REFERENCES, average_last=1)
+    decoded, answers = [], iter([True, False, True])
+
+    def translate_at(alpha):
+        decoded.append(alpha)
+        return translate_by_weight(model, lambda w: right_at[alpha])
+
+    with_alpha = model_choice.choose_alpha(run_dir, choice, translate_at, REFERENCES, REFERENCES,
+                                           worth_trying=lambda: next(answers))
+    assert decoded == [0.8] and with_alpha.alpha == 0.8
+    assert list(with_alpha.alpha_scores) == ["0.6", "0.8"]

@@ -300,10 +300,12 @@ def test_the_plan_prices_a_decode_per_length_penalty_the_choice_will_try(tmp_pat
     from keras_transformer.training import model_choice
 
     _, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10", model_dir=str(tmp_path / "a")))
-    assert record["plan"]["choice_decodes"] == len(model_choice.CANDIDATES) + len(model_choice.ALPHAS) - 1 == 6
+    assert record["plan"]["choice_decodes"] == len(model_choice.CANDIDATES) == 3
+    assert record["plan"]["alpha_decodes"] == len(model_choice.ALPHAS) - 1 == 3
     config = RunConfig(dataset="c.tsv", time_budget="10", alpha=1.0, model_dir=str(tmp_path / "b"))
     given, record = plan_on_a_fake_machine(config, fixed={"alpha"})
     assert record["plan"]["choice_decodes"] == len(model_choice.CANDIDATES) and given.alpha == 1.0
+    assert record["plan"]["alpha_decodes"] == 0
 
 
 def test_scheduling_is_a_stage_from_one_frozen_recipe_to_the_next():
