@@ -193,6 +193,12 @@ def record_part(run_dir, part, spent_seconds, command_seconds=None):
     run_dir.write_budget(update)
 
 
+def choice_units(choice_decodes, alpha_decodes):
+    """The model choice's price in beam decodes of the validation sentences
+    at alpha 0.6: its candidates' and its further alphas' (each LONG_ALPHA_COST)."""
+    return choice_decodes + LONG_ALPHA_COST * alpha_decodes
+
+
 def decode_fits(record, seconds_since_training):
     """Whether a budgeted run (its budget `record`) has time for one more of
     the model choice's decodes at a further alpha: priced as the plan priced
@@ -204,8 +210,8 @@ def decode_fits(record, seconds_since_training):
     if "planned" not in parts.get("choice", {}):
         return True
     plan = record["plan"]
-    units = plan["choice_decodes"] + LONG_ALPHA_COST * plan.get("alpha_decodes", 0)
-    decode = parts["choice"]["planned"] / units * LONG_ALPHA_COST
+    decode = parts["choice"]["planned"] / choice_units(plan["choice_decodes"], plan.get("alpha_decodes", 0))
+    decode *= LONG_ALPHA_COST
     spent = parts["training"]["spent"] + seconds_since_training
     return spent + decode + parts["test"]["planned"] + parts["export"]["planned"] <= record["budget_minutes"] * 60.0
 
@@ -341,7 +347,7 @@ class TimeBudget(keras.callbacks.Callback):
         beam = decode * BEAM_COST  # one beam decode of the validation sentences at alpha 0.6
         longer = LONG_ALPHA_COST if self.plan.alpha_decodes else 1.0
         test = beam * longer * self.plan.test_sentences / sentences if sentences else 0.0
-        return {"choice": beam * (self.plan.choice_decodes + LONG_ALPHA_COST * self.plan.alpha_decodes),
+        return {"choice": beam * choice_units(self.plan.choice_decodes, self.plan.alpha_decodes),
                 "test": test, "export": self.plan.export_seconds}
 
     def left_for_training(self):
