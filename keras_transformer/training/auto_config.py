@@ -84,7 +84,7 @@ import math
 
 from keras_transformer.config import BATCH_TOKENS, PAPER_BATCH_TOKENS, PAPER_WARMUP_STEPS
 from keras_transformer.modeling import presets
-from keras_transformer.training.budget import FIRST_OVERHEAD_SHARE
+from keras_transformer.training.budget import FIRST_OVERHEAD_SHARE, climb_scale
 
 # Subword pieces per whitespace word, about, for an 8k-32k SentencePiece model on European languages.
 PIECES_PER_WORD = 1.4
@@ -257,10 +257,8 @@ def reference_warmup(preset, norm_first=False):
 
 def rate_scale(preset, warmup, norm_first=False):
     """`learning_rate_scale` under which a warm-up of `warmup` updates climbs
-    as the preset's reference one does: the paper's schedule is
-    d_model^-0.5 * step * warmup^-1.5 during warm-up, so the scale is
-    (warmup / reference)^1.5 (1 for a warm-up at least the reference's)."""
-    return min(1.0, (warmup / reference_warmup(preset, norm_first)) ** 1.5)
+    as the preset's reference one does (`budget.climb_scale`)."""
+    return climb_scale(warmup, reference_warmup(preset, norm_first))
 
 
 def _flops_ratio(big, small, vocab, length):

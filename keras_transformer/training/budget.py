@@ -10,9 +10,11 @@ rest of the budget allows, moves the end of the
 learning-rate schedule there (`optimization.BudgetCooldown`: the rate reaches zero
 exactly at the last update, as Li et al. found best at every budget), and
 stops training when the budget, less the model choice still to come, is
-spent. A stop in the middle of an interval still ends it with a checkpoint
-and a validation (Keras ends the epoch), so the last interval is as long
-as the time left allows: the budget is spent on updates, not left unused.
+spent. After the first interval, a speed more than REVISION_TOLERANCE off
+the probe's revises the plan and its warm-up (`TimeBudget.revise`). A stop
+in the middle of an interval still ends it with a checkpoint and a
+validation (Keras ends the epoch), so the last interval is as long as the
+time left allows: the budget is spent on updates, not left unused.
 
 What the budget covers: the whole command, from the process's start
 (`process_start`) to the export. Training gets what is left once the work
@@ -57,6 +59,14 @@ MIN_INTERVAL = 10
 # 30.50 (ties); a decay over the whole run scored 31.14 on the short pairs.
 COOLDOWN_SHARE = 0.5
 WARMUP_SHARE = 1.0 - COOLDOWN_SHARE
+# After the first checkpoint interval the run knows its real speed; when its
+# mean seconds per update differ from the probe's by more than this share, the
+# plan's estimates are revised (`TimeBudget.revise`): the updates, the epochs
+# and a planned warm-up. The probe, 16 updates, moved by 15% between two runs
+# of one command on one machine (0.46 and 0.53 s on LibreOffice at 25 minutes,
+# mixed_bfloat16, 2-core AMD EPYC), and budgeted runs made their updates 4-13%
+# slower or faster than probed.
+REVISION_TOLERANCE = 0.10
 # Share of the budget first set aside for validation and the model choice;
 # the callback replaces it by what they are measured to take.
 FIRST_OVERHEAD_SHARE = 0.12
@@ -75,6 +85,11 @@ BEAM_COST = 2.5
 # of a run that chooses its alpha (at whichever it keeps), are priced at this
 # many times 0.6's.
 LONG_ALPHA_COST = 1.5
+# The same decodes, one alpha to the next (0.6 to 0.8, 0.8 to 1.0, 1.0 to 1.2):
+# 1.28, 1.10 and 1.20 times the seconds. Once the model choice has measured a
+# beam decode, the next alpha's decode, and the test at that alpha, are priced
+# at this many times its seconds per sentence (`decode_fits`).
+ALPHA_STEP_COST = 1.3
 # The SavedModel export (tracing the serving signatures and writing them):
 # 10-19 s for the small preset on a 2-core AMD EPYC with AVX-512 bf16
 # (LibreOffice runs of 17 and 25 minutes).
@@ -117,6 +132,25 @@ class Plan:
     # further length penalty it tries (each LONG_ALPHA_COST).
     choice_decodes: int = 3
     alpha_decodes: int = 0
+    # The warm-up whose climb the planned one follows (`warmup_for`), or 0
+    # when the user set the warm-up or the rate (then it is not revised).
+    reference_warmup: int = 0
+    # Passes over the corpus the planned updates make (0: not estimated).
+    epochs: float = 0.0
+
+
+def warmup_for(updates, reference, share=WARMUP_SHARE):
+    """The warm-up of a run of `updates` updates: the `share` of them before
+    the cool-down, at most `reference`, whose climb it follows (`climb_scale`)."""
+    return int(min(reference, max(1, round(share * updates))))
+
+
+def climb_scale(warmup, reference):
+    """The learning-rate scale under which a warm-up of `warmup` updates
+    climbs as one of `reference` updates does: the paper's schedule is
+    d_model^-0.5 * step * warmup^-1.5 during warm-up, so the scale is
+    (warmup / reference)^1.5 (1 for a warm-up at least the reference's)."""
+    return min(1.0, (warmup / reference) ** 1.5)
 
 
 def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_SHARE, max_warmup=PAPER_WARMUP_STEPS,
@@ -133,11 +167,11 @@ def plan(budget_seconds, spent_seconds, seconds_per_update, warmup_share=WARMUP_
             f"{seconds_per_update:.2f} s per update on this machine; the first checkpoint needs "
             f"{MIN_INTERVAL}. Give at least {math.ceil(needed * 10) / 10:g} minutes.")
     interval = max(MIN_INTERVAL, round(updates / TARGET_INTERVALS))
-    warmup = int(min(max_warmup, max(1, round(warmup_share * updates))))
+    warmup = warmup_for(updates, max_warmup, warmup_share)
     # Room for the machine to run faster than probed; the budget stops the run first.
     max_updates = interval * math.ceil(3 * updates / interval)
     return Plan(float(seconds_per_update), updates, interval, warmup, max_updates, int(test_sentences),
-                float(export_seconds), int(choice_decodes), int(alpha_decodes))
+                float(export_seconds), int(choice_decodes), int(alpha_decodes), int(max_warmup))
 
 
 def with_interval(plan, interval):
@@ -199,21 +233,29 @@ def choice_units(choice_decodes, alpha_decodes):
     return choice_decodes + LONG_ALPHA_COST * alpha_decodes
 
 
-def decode_fits(record, seconds_since_training):
+def decode_fits(record, seconds_since_training, seconds_per_sentence=None, sentences=None):
     """Whether a budgeted run (its budget `record`) has time for one more of
-    the model choice's decodes at a further alpha: priced as the plan priced
-    it (`TimeBudget.after_training`), it must leave the test's and the
-    export's planned seconds.
+    the model choice's decodes at a further alpha, and then for the test at
+    that alpha (which it may choose) and the export's planned seconds.
+    With `seconds_per_sentence`, the model choice's last beam decode of its
+    `sentences` validation sentences as measured, both decodes are priced
+    from it, ALPHA_STEP_COST times its seconds per sentence; without it, as
+    the plan priced them (`TimeBudget.after_training`).
     `seconds_since_training`: what the command has spent since training
     ended. True when training ended before a validation priced the choice."""
     parts = record.get("parts", {})
     if "planned" not in parts.get("choice", {}):
         return True
     plan = record["plan"]
-    decode = parts["choice"]["planned"] / choice_units(plan["choice_decodes"], plan.get("alpha_decodes", 0))
-    decode *= LONG_ALPHA_COST
+    if seconds_per_sentence is None:
+        decode = parts["choice"]["planned"] / choice_units(plan["choice_decodes"], plan.get("alpha_decodes", 0))
+        decode *= LONG_ALPHA_COST
+        test = parts["test"]["planned"]
+    else:
+        decode = ALPHA_STEP_COST * seconds_per_sentence * sentences
+        test = ALPHA_STEP_COST * seconds_per_sentence * plan["test_sentences"]
     spent = parts["training"]["spent"] + seconds_since_training
-    return spent + decode + parts["test"]["planned"] + parts["export"]["planned"] <= record["budget_minutes"] * 60.0
+    return spent + decode + test + parts["export"]["planned"] <= record["budget_minutes"] * 60.0
 
 
 def describe_parts(record):
@@ -234,6 +276,8 @@ class TimeBudget(keras.callbacks.Callback):
         budget_seconds: the whole budget.
         plan: the `Plan` made before training.
         total_updates: the `BudgetCooldown`'s variable, or None.
+        warmup_steps, rate_scale: the `TransformerSchedule`'s variables,
+            which the revision after the first interval sets (`revise`), or None.
         batches_per_update: gradient accumulation's batches per update.
         clock: seconds, monotonic (tests pass a fake one).
         save_every: seconds between writes of the time spent.
@@ -260,18 +304,21 @@ class TimeBudget(keras.callbacks.Callback):
     decode's, "decode"; the rest is the checkpoint, the backup and what
     Keras does before the loss pass, such as replacing the last pass's
     validation iterator), stopped:
-    whether the budget ended training, and parts: each part's
+    whether the budget ended training, revision: the plan revised after
+    the first interval (`revise`), and parts: each part's
     planned seconds (training, choice, test, export; the recipe adds what
     each took, `record_part`).
     """
 
     def __init__(self, run_dir, budget_seconds, plan, total_updates=None, batches_per_update=1,
-                 clock=time.monotonic, save_every=30.0, process_start=None, validation=None):
+                 clock=time.monotonic, save_every=30.0, process_start=None, validation=None,
+                 warmup_steps=None, rate_scale=None):
         super().__init__()
         self.run_dir = run_dir
         self.budget_seconds = float(budget_seconds)
         self.plan = plan
         self.total_updates = total_updates
+        self.warmup_steps, self.rate_scale = warmup_steps, rate_scale
         self.batches_per_update = int(batches_per_update)
         self.clock = clock
         self.save_every = float(save_every)
@@ -286,6 +333,9 @@ class TimeBudget(keras.callbacks.Callback):
                        "made_updates": made, "stopped": False,
                        "seconds_per_update": float(record.get("seconds_per_update", self.plan.seconds_per_update)),
                        "validation_seconds": record.get("validation_seconds")}
+        if "revision" in record:  # made by this run before it was resumed: the warm-up stays revised
+            self.record["revision"] = record["revision"]
+            self.apply_warmup(record["revision"])
         self.saved = self.clock()
         self.start = self.saved if self.process_start is None else self.process_start
         self.batch_end = None  # when the last batch of this process ended
@@ -410,6 +460,9 @@ class TimeBudget(keras.callbacks.Callback):
             # LibreOffice; a last one of about 60 s against a median of 19 s on its short pairs put a
             # 17-minute command 44 s over), and a budget's end must not be overrun.
             self.record["validation_seconds"] = float(max(self.validations[1:] or self.validations))
+            if "revision" not in self.record:  # the run's first interval and its validation are measured
+                self.revise()
+                print(self.describe_revision(), flush=True)
 
     def on_train_batch_end(self, batch, logs=None):
         now = self.clock()
@@ -434,6 +487,57 @@ class TimeBudget(keras.callbacks.Callback):
             self.stop()
         if now - self.saved >= self.save_every:
             self._save()
+
+    def revise(self):
+        """The plan revised after the first interval, once the run's mean
+        seconds per update are known: when they differ from the plan's by
+        more than REVISION_TOLERANCE, the updates the budget allows (the
+        latest estimate, where the schedule already ends), the epochs they
+        make, and a planned warm-up (the plan's `reference_warmup`'s climb,
+        `warmup_for`, `climb_scale`), which the schedule's variables take.
+        Called when the first interval's validation has ended, so the
+        estimate prices validations at its measured seconds. The checkpoint
+        interval stays: Keras fixes an epoch's length for the whole `fit`.
+        So does the dropout the epochs chose: it is in the traced update.
+        Records it as "revision" and returns it."""
+        made, measured = self.record["made_updates"], self.record["seconds_per_update"]
+        revision = {"after_updates": made, "seconds_per_update": measured,
+                    "revised": abs(measured / self.plan.seconds_per_update - 1.0) > REVISION_TOLERANCE}
+        if revision["revised"]:
+            updates = made + min(self.estimated_updates(), self.plan.max_updates - made)
+            self.record["expected_updates"] = updates
+            if self.total_updates is not None:
+                self.total_updates.assign(float(updates))
+            revision["updates"] = updates
+            if self.plan.epochs:
+                revision["epochs"] = self.plan.epochs * updates / self.plan.updates
+            if self.plan.reference_warmup:
+                revision["warmup"] = warmup_for(updates, self.plan.reference_warmup)
+                revision["learning_rate_scale"] = climb_scale(revision["warmup"], self.plan.reference_warmup)
+            self.apply_warmup(revision)
+        self.record["revision"] = revision
+        return revision
+
+    def apply_warmup(self, revision):
+        """Sets the schedule's warm-up and scale to the `revision`'s, if it has them."""
+        if "warmup" in revision and self.warmup_steps is not None:
+            self.warmup_steps.assign(float(revision["warmup"]))
+            self.rate_scale.assign(float(revision["learning_rate_scale"]))
+
+    def describe_revision(self):
+        """One line on the revision after the first interval."""
+        revision = self.record["revision"]
+        said = (f"after {revision['after_updates']} updates, {revision['seconds_per_update']:.2f} s each "
+                f"(planned {self.plan.seconds_per_update:.2f})")
+        if not revision["revised"]:
+            return f"Plan kept {said}: within {REVISION_TOLERANCE:.0%}."
+        parts = [f"{revision['updates']:,} updates"]
+        if "epochs" in revision:
+            parts.append(f"{revision['epochs']:.1f} epochs")
+        if "warmup" in revision:
+            parts.append(f"warm-up {revision['warmup']} at learning-rate scale {revision['learning_rate_scale']:.4f}")
+        return (f"Plan revised {said}: {', '.join(parts)} (planned {self.plan.updates:,}); the checkpoint "
+                "interval and dropout stay as planned.")
 
     def on_epoch_end(self, epoch, logs=None):
         # After the BLEU decode (`BleuValidation` comes first among the callbacks).

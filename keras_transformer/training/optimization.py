@@ -2,6 +2,8 @@
 linear cool-down and gradient-accumulation wrappers around it, and the Adam
 set-up of section 5.3 (`make_optimizer`)."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -21,6 +23,8 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         d_model: int. Model width (512 for base, 1024 for big).
         warmup_steps: int. 4000 in the paper (`config.PAPER_WARMUP_STEPS`, the default).
         scale: float. Multiplies the whole schedule (1.0 in the paper).
+        Either of the last two may be a `keras.Variable` that training sets
+        (a time budget's revision: `budget.TimeBudget.revise`).
 
     Example:
     >>> schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
@@ -28,22 +32,29 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, d_model, warmup_steps=PAPER_WARMUP_STEPS, scale=1.0):
-        if int(d_model) < 1 or int(warmup_steps) < 1:
+        if int(d_model) < 1 or _value(warmup_steps) < 1:
             raise ValueError(
                 f"d_model and warmup_steps must be positive; got d_model={d_model}, "
-                f"warmup_steps={warmup_steps}."
+                f"warmup_steps={_value(warmup_steps):g}."
             )
         self.d_model = int(d_model)
-        self.warmup_steps = int(warmup_steps)
-        self.scale = float(scale)
+        self.warmup_steps = warmup_steps if isinstance(warmup_steps, keras.Variable) else int(warmup_steps)
+        self.scale = scale if isinstance(scale, keras.Variable) else float(scale)
 
     def __call__(self, step):
         step = ops.maximum(ops.cast(step, "float32"), 1.0)
-        decay = ops.minimum(ops.rsqrt(step), step * self.warmup_steps**-1.5)
-        return self.scale * self.d_model**-0.5 * decay
+        warmup = ops.cast(ops.convert_to_tensor(self.warmup_steps), "float32")
+        decay = ops.minimum(ops.rsqrt(step), step * ops.power(warmup, -1.5))
+        return ops.cast(ops.convert_to_tensor(self.scale), "float32") * self.d_model**-0.5 * decay
 
     def get_config(self):
-        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
+        return {"d_model": self.d_model, "warmup_steps": int(_value(self.warmup_steps)),
+                "scale": _value(self.scale)}
+
+
+def _value(number):
+    """A number or a `keras.Variable`'s value, as a float."""
+    return float(ops.convert_to_numpy(number)) if isinstance(number, keras.Variable) else float(number)
 
 
 def paper_adam(schedule, **kwargs):
@@ -169,16 +180,40 @@ class BudgetCooldown(_WrapsSchedule):
                 "total_updates": float(ops.convert_to_numpy(self.total_updates)), "cooldown": self.cooldown}
 
 
-def make_schedule(d_model, training, budget_updates=None):
+@dataclasses.dataclass(frozen=True)
+class BudgetVariables:
+    """The values of a time-budgeted run's schedule that training sets
+    (`budget.TimeBudget`): the updates where the cool-down ends, and the
+    warm-up and scale, which its revision after the first interval may change."""
+
+    total_updates: keras.Variable
+    warmup_steps: keras.Variable
+    scale: keras.Variable
+
+    @classmethod
+    def create(cls, updates, training):
+        """Variables at the plan's `updates` and `training`'s warm-up and scale."""
+        def variable(value, name):
+            return keras.Variable(float(value), trainable=False, dtype="float32", name=name)
+
+        return cls(variable(updates, "budget_total"), variable(training.warmup_steps, "budget_warmup"),
+                   variable(training.learning_rate_scale, "budget_rate_scale"))
+
+
+def make_schedule(d_model, training, budget=None):
     """The run's schedule: the paper's warm-up and inverse square root, with the
     linear cool-down of `training.cooldown` and counted per update under
     gradient accumulation. `training`: a `config.TrainingSettings`. With
-    `budget_updates` (a time budget's planned updates), the cool-down ends at
-    a length that training refines (`BudgetCooldown`)."""
-    schedule = TransformerSchedule(d_model, training.warmup_steps, training.learning_rate_scale)
+    `budget` (a time budget's `BudgetVariables`), the cool-down ends at a
+    length that training refines (`BudgetCooldown`), and the warm-up and
+    scale are its variables."""
+    if budget is None:
+        schedule = TransformerSchedule(d_model, training.warmup_steps, training.learning_rate_scale)
+    else:
+        schedule = TransformerSchedule(d_model, budget.warmup_steps, budget.scale)
     cooldown_steps = round(training.cooldown * training.steps)
-    if budget_updates is not None:
-        schedule = BudgetCooldown(schedule, budget_updates, training.cooldown)
+    if budget is not None:
+        schedule = BudgetCooldown(schedule, budget.total_updates, training.cooldown)
     elif cooldown_steps:
         schedule = LinearCooldown(schedule, training.steps, cooldown_steps)
     if training.grad_accum > 1:
@@ -186,7 +221,7 @@ def make_schedule(d_model, training, budget_updates=None):
     return schedule
 
 
-def make_optimizer(d_model, training, budget_updates=None):
+def make_optimizer(d_model, training, budget=None):
     """Adam(0.9, 0.98, 1e-9) on `make_schedule`, accumulating `training.grad_accum` batches per update."""
-    return paper_adam(make_schedule(d_model, training, budget_updates),
+    return paper_adam(make_schedule(d_model, training, budget),
                       gradient_accumulation_steps=training.grad_accum if training.grad_accum > 1 else None)

@@ -146,6 +146,10 @@ def plan_budget(config, run_dir, started, fixed=()):
                        alpha_decodes=0 if "alpha" in fixed else len(model_choice.ALPHAS) - 1)
     if "checkpoint_every" in fixed:
         plan = budget.with_interval(plan, recipe.config.checkpoint_every)
+    # What the revision after the first interval may revise: the epochs, and a warm-up the user did not set.
+    plan = dataclasses.replace(
+        plan, epochs=round(auto_config.epochs(plan.updates, recipe.config.batch_tokens, corpus), 2),
+        reference_warmup=0 if {"warmup_steps", "learning_rate_scale"} & set(fixed) else plan.reference_warmup)
     recipe = scheduled(recipe, plan, fixed)
     print("recipe:\n" + "\n".join(f"  {line}" for line in recipe.reasons), flush=True)
     return recipe.config, {"plan": dataclasses.asdict(plan), "recipe": list(recipe.reasons), "spent_seconds": 0.0}
@@ -248,14 +252,30 @@ class PartClock:
             budget.record_part(self.run_dir, name, now - start, command_seconds=now - self.started)
 
 
-def choose_trained_model(config, run_dir, model, translator, sentences, references):
+class DecodeTimer:
+    """Beam decodes by a `Translator`, timed: `seconds_per_sentence` is the
+    last decode's, which prices the time budget's next alpha
+    (`budget.decode_fits`); None until a second decode, since the first
+    one traces the search (3-4 s on LibreOffice)."""
+
+    def __init__(self, translator, clock=time.monotonic):
+        self.translator, self.clock, self.seconds_per_sentence, self.decodes = translator, clock, None, 0
+
+    def __call__(self, sentences):  # with a progress line on stderr: three candidates can take minutes
+        start = self.clock()
+        best = self.translator.translate(sentences).best
+        self.decodes += 1
+        if self.decodes > 1:
+            self.seconds_per_sentence = (self.clock() - start) / max(1, len(sentences))
+        return best
+
+
+def choose_trained_model(config, run_dir, model, translate, sentences, references):
     """The model choice: the last, averaged and best checkpoints scored on the
     validation `sentences` against `references` with the run's beam search
-    by `translator` (over `model`, which ends with the chosen weights:
-    `model_choice.choose_model`). Returns the `model_choice.ModelChoice`."""
-    def translate(sentences):  # with a progress line on stderr: three candidates can take minutes
-        return translator.translate(sentences).best
-
+    by `translate` (a `DecodeTimer` over `model`, which ends with the chosen
+    weights: `model_choice.choose_model`). Returns the `model_choice.ModelChoice`."""
+    translator = translate.translator
     print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {translator.beam_size}, "
           f"alpha {translator.alpha:g}):")
     choice = model_choice.choose_model(run_dir, model, translate, sentences, references,
@@ -266,19 +286,20 @@ def choose_trained_model(config, run_dir, model, translator, sentences, referenc
     return choice
 
 
-def choose_length_penalty(config, run_dir, translator, choice, sentences, references, worth_trying=None):
+def choose_length_penalty(config, run_dir, translate, choice, sentences, references, worth_trying=None):
     """The length penalty of the chosen model's beam search, chosen on the
     model choice's validation `sentences` among `model_choice.ALPHAS`
     (`model_choice.choose_alpha`; `choice` was made at the first) with
-    `translator`, whose traced search serves them all and is left at the
-    chosen one. `worth_trying`: as `choose_alpha`'s. Returns (config with that
-    alpha, recorded in the run folder for the scripts and the export, and
-    the `ModelChoice` with it)."""
+    `translate`'s (a `DecodeTimer`'s) translator, whose traced search serves
+    them all and is left at the chosen one. `worth_trying`: as
+    `choose_alpha`'s. Returns (config with that alpha, recorded in the run
+    folder for the scripts and the export, and the `ModelChoice` with it)."""
+    translator = translate.translator
     print(f"\nChoosing its length penalty on them (alpha {', '.join(f'{a:g}' for a in model_choice.ALPHAS)}):")
 
     def translate_at(alpha):
         translator.alpha = alpha
-        return lambda texts: translator.translate(texts).best
+        return translate
 
     choice = model_choice.choose_alpha(run_dir, choice, translate_at, sentences, references,
                                        worth_trying=worth_trying)
@@ -333,13 +354,15 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
         sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
         choose_alpha = bool(config.time_budget) and "alpha" not in fixed
         first_alpha = model_choice.ALPHAS[0] if choose_alpha else None  # else the run's
-        translator = make_translator(config.decoding, model, tokenizer, alpha=first_alpha)
-        choice = choose_trained_model(config, run_dir, model, translator, sentences, references)
+        translate = DecodeTimer(make_translator(config.decoding, model, tokenizer, alpha=first_alpha))
+        choice = choose_trained_model(config, run_dir, model, translate, sentences, references)
         if choose_alpha:
             record = run_dir.read_budget()
             config, choice = choose_length_penalty(
-                config, run_dir, translator, choice, sentences, references,
-                worth_trying=lambda: budget.decode_fits(record, time.monotonic() - trained))
+                config, run_dir, translate, choice, sentences, references,
+                worth_trying=lambda: budget.decode_fits(record, time.monotonic() - trained,
+                                                        translate.seconds_per_sentence, len(sentences)))
+        translator = translate.translator
     result["model_choice"], result["chosen"], result["alpha"] = choice.scores, choice.chosen, config.alpha
     with clock.part("test"):
         scores = score_on_test(config, run_dir, translator, choice.chosen, examples)

@@ -22,18 +22,18 @@ from keras_transformer.modeling.transformer import build_transformer
 from keras_transformer.training import bleu_validation, budget, checkpoints, fine_tuning
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
-from keras_transformer.training.optimization import make_optimizer
+from keras_transformer.training.optimization import BudgetVariables, make_optimizer
 from keras_transformer.training.throughput import Throughput
 from keras_transformer.training.vocabulary import load_tokenizer
 
 
-def compile_model(model, training, metrics=(), budget_updates=None):
+def compile_model(model, training, metrics=(), budget=None):
     """Adam(0.9, 0.98, 1e-9) on the warm-up schedule (with the run's linear
-    cool-down, if any; with a time budget's `budget_updates`, one that ends
-    where training says) and the label-smoothed loss."""
+    cool-down, if any; with a time budget's `optimization.BudgetVariables`,
+    one that ends where training says) and the label-smoothed loss."""
     model.compile(
         # Keras wraps it in a LossScaleOptimizer under mixed_float16.
-        optimizer=make_optimizer(model.d_model, training, budget_updates),
+        optimizer=make_optimizer(model.d_model, training, budget),
         loss=LabelSmoothedCrossEntropy(training.label_smoothing),
         metrics=list(metrics),
         jit_compile=training.jit_compile,
@@ -117,8 +117,8 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
                                   model_settings.dropout, model_settings.norm_first)
         if training.init_from:
             model.load_weights(fine_tuning.initial_weights(training.init_from))
-        total = None if plan is None else keras.Variable(float(plan.updates), trainable=False, name="budget_total")
-        compile_model(model, training, [accuracy], total)
+        variables = None if plan is None else BudgetVariables.create(plan.updates, training)
+        compile_model(model, training, [accuracy], variables)
 
     if bleu_validation.stopped_early(run_dir, validation.early_stopping):
         print(f"The run in {run_dir.path!r} already stopped early; nothing to train.", flush=True)
@@ -132,9 +132,10 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
     timer = None
     if plan is not None:  # after BackupAndRestore, which restores a resumed run's update count
         scorer = next((c for c in callbacks if isinstance(c, bleu_validation.BleuValidation)), None)
-        timer = budget.TimeBudget(run_dir, parse_minutes(training.time_budget) * 60.0, plan, total,
-                                  batches_per_update=training.grad_accum, process_start=budget_start,
-                                  validation=scorer)
+        timer = budget.TimeBudget(run_dir, parse_minutes(training.time_budget) * 60.0, plan,
+                                  variables.total_updates, batches_per_update=training.grad_accum,
+                                  process_start=budget_start, validation=scorer,
+                                  warmup_steps=variables.warmup_steps, rate_scale=variables.scale)
         callbacks.append(timer)
     model.fit(
         train_batches,

@@ -4,6 +4,7 @@ No test here depends on this machine's speed: the callback runs on a fake
 clock that each simulated update and validation advances.
 """
 
+import dataclasses
 import types
 
 import keras
@@ -13,7 +14,7 @@ import pytest
 from keras_transformer.config import RunConfig, parse_minutes
 from keras_transformer.run_dir import RunDir
 from keras_transformer.training import budget
-from keras_transformer.training.optimization import BudgetCooldown, TransformerSchedule
+from keras_transformer.training.optimization import BudgetCooldown, BudgetVariables, TransformerSchedule
 
 
 @pytest.mark.parametrize("text,minutes", [("25", 25.0), ("25m", 25.0), ("90min", 90.0), ("1.5h", 90.0),
@@ -368,6 +369,14 @@ def test_a_further_alpha_is_tried_only_if_its_decode_leaves_the_test_and_export_
     assert not budget.decode_fits(record, edge + 0.01)
     # Training stopped before a validation priced the choice: nothing to go by, so the choice is made whole.
     assert budget.decode_fits({**record, "parts": {**record["parts"], "choice": {}}}, 1e6)
+    # Once a decode is measured (0.01 s a sentence over 200), the next alpha's and the test's (2,000
+    # sentences) are priced from it, not from the plan: ALPHA_STEP_COST times 2 s and 20 s.
+    record["plan"]["test_sentences"] = 2000
+    step = budget.ALPHA_STEP_COST
+    edge = 600.0 - 480.0 - 20.0 - step * 0.01 * 200 - step * 0.01 * 2000
+    assert budget.decode_fits(record, edge - 0.01, 0.01, 200) and budget.decode_fits(record, edge, 0.01, 200)
+    assert not budget.decode_fits(record, edge + 0.01, 0.01, 200)
+    assert edge > 600.0 - 480.0 - 40.0 - 20.0 - longer * per_unit  # here the measure allows more than the plan
 
 
 def test_the_probe_times_fit_from_one_updates_end_to_the_next_after_the_untimed_ones():
@@ -443,3 +452,56 @@ def test_a_machine_that_slows_down_mid_run_does_not_overrun_the_budget(tmp_path)
     assert abs(ends[made - 50] - made) <= 2  # the cool-down's end, predicted 50 updates ahead
     assert callback.pace() == pytest.approx(1.5) and record["seconds_per_update"] < 1.25
     assert float(total.numpy()) == made
+
+
+def revisable_run(run_dir, clock, probed_seconds, epochs=10.0):
+    """(plan, variables, callback): a 10-minute budget planned at `probed_seconds` per update, its
+    warm-up following a 400-update climb, with the schedule's variables as the trainer makes them."""
+    plan = dataclasses.replace(budget.plan(600.0, 0.0, probed_seconds, max_warmup=400), epochs=epochs)
+    training = types.SimpleNamespace(warmup_steps=plan.warmup,
+                                     learning_rate_scale=budget.climb_scale(plan.warmup, 400))
+    variables = BudgetVariables.create(plan.updates, training)
+    callback = budget.TimeBudget(run_dir, 600.0, plan, variables.total_updates, clock=clock,
+                                 warmup_steps=variables.warmup_steps, rate_scale=variables.scale)
+    callback.set_model(fake_model())
+    return plan, variables, callback
+
+
+def test_a_run_slower_than_probed_revises_its_plan_and_warm_up_after_the_first_interval(tmp_path, capsys):
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan, variables, callback = revisable_run(run_dir, clock, 1.0)
+    assert plan.reference_warmup == 400 and plan.warmup == round(budget.WARMUP_SHARE * plan.updates) < 400
+    made = simulate(callback, clock, 1.3, 5.0, plan.interval)  # 30% slower than probed
+    revision = run_dir.read_budget()["revision"]
+    assert revision["revised"] is True and revision["after_updates"] == plan.interval
+    assert revision["seconds_per_update"] == pytest.approx(1.3)
+    assert abs(made - revision["updates"]) <= budget.MIN_INTERVAL < plan.updates - made  # the estimate held
+    assert revision["epochs"] == pytest.approx(10.0 * revision["updates"] / plan.updates)
+    assert revision["warmup"] == round(budget.WARMUP_SHARE * revision["updates"]) < plan.warmup
+    assert revision["learning_rate_scale"] == pytest.approx((revision["warmup"] / 400) ** 1.5)
+    assert float(variables.warmup_steps.numpy()) == revision["warmup"]
+    assert float(variables.scale.numpy()) == pytest.approx(revision["learning_rate_scale"])
+    # The climb is the same line; it stops at the revised warm-up, where the cool-down begins.
+    schedule = TransformerSchedule(64, variables.warmup_steps, variables.scale)
+    planned = TransformerSchedule(64, plan.warmup, budget.climb_scale(plan.warmup, 400))
+    rates = [float(schedule(step)) for step in range(made)]
+    assert rates[:revision["warmup"]] == pytest.approx([float(planned(s)) for s in range(revision["warmup"])])
+    assert int(np.argmax(rates)) == revision["warmup"]
+    assert "Plan revised after" in capsys.readouterr().out
+
+    # Started again after a kill, with fresh variables at the plan's values: the revision is restored.
+    plan, fresh, resumed = revisable_run(run_dir, clock, 1.0)
+    resumed.on_train_begin()
+    assert float(fresh.warmup_steps.numpy()) == revision["warmup"]
+    assert float(fresh.scale.numpy()) == pytest.approx(revision["learning_rate_scale"])
+
+
+def test_a_run_within_a_tenth_of_its_probe_keeps_its_plan(tmp_path):
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan, variables, callback = revisable_run(run_dir, clock, 1.0)
+    simulate(callback, clock, 1.0 + 0.9 * budget.REVISION_TOLERANCE, 5.0, plan.interval)
+    revision = run_dir.read_budget()["revision"]
+    assert revision == {"after_updates": plan.interval, "seconds_per_update": pytest.approx(1.09),
+                        "revised": False}
+    assert float(variables.warmup_steps.numpy()) == plan.warmup
+    assert callback.describe_revision().startswith(f"Plan kept after {plan.interval} updates, 1.09 s each")

@@ -76,3 +76,19 @@ def test_budget_cooldown_follows_its_variable_to_zero():
     assert float(restored(150)) == pytest.approx(float(schedule(150)))
     with pytest.raises(ValueError, match=r"cooldown must be in \(0, 1\]; got 0.0"):
         BudgetCooldown(base, 100, 0.0)
+
+
+def test_a_schedule_with_variable_warmup_and_scale_equals_the_fixed_one_at_their_values():
+    warmup, scale = keras.Variable(100.0, trainable=False), keras.Variable(1.0, trainable=False)
+    schedule = kt.TransformerSchedule(64, warmup, scale)
+    steps = [0, 1, 50, 99, 100, 101, 400]
+    assert [float(schedule(s)) for s in steps] == pytest.approx([float(kt.TransformerSchedule(64, 100)(s))
+                                                                 for s in steps])
+    warmup.assign(64.0)  # revised: the climb stops earlier, at the same line's rate (scale (64/100)^1.5)
+    scale.assign(0.512)
+    assert [float(schedule(s)) for s in steps] == pytest.approx(
+        [float(kt.TransformerSchedule(64, 64, 0.512)(s)) for s in steps])
+    assert float(schedule(50)) == pytest.approx(float(kt.TransformerSchedule(64, 100)(50)))  # still climbing
+    assert schedule.get_config() == {"d_model": 64, "warmup_steps": 64, "scale": pytest.approx(0.512)}
+    with pytest.raises(ValueError, match="warmup_steps=0"):
+        kt.TransformerSchedule(64, keras.Variable(0.0, trainable=False))

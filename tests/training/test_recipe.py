@@ -291,6 +291,12 @@ def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fak
     assert record["recipe"][-1].endswith(f"warm-up {given.warmup_steps} at learning-rate scale 1.0 (your flag), "
                                          "then linearly to zero over the last 50% of the updates, at zero when the "
                                          "budget ends")
+    # The revision after the first interval revises the recipe's warm-up only, and its epochs always.
+    _, chosen_record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
+                                                        model_dir=str(tmp_path / "c")))
+    assert chosen_record["plan"]["reference_warmup"] == 400 and record["plan"]["reference_warmup"] == 0
+    assert record["plan"]["epochs"] == pytest.approx(chosen_record["plan"]["epochs"], rel=0.01)
+    assert record["plan"]["epochs"] > 0
 
 
 def test_the_plan_prices_a_decode_per_length_penalty_the_choice_will_try(tmp_path, plan_on_a_fake_machine):
@@ -339,17 +345,39 @@ def test_a_budgeted_rate_climbs_for_half_the_run_and_cools_down_over_its_second_
     where the cool-down begins."""
     from keras_transformer.config import RunConfig
     from keras_transformer.training import budget
-    from keras_transformer.training.optimization import make_schedule
+    from keras_transformer.training.optimization import BudgetVariables, make_schedule
 
     chosen, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
                                                       model_dir=str(tmp_path / "a")))
     updates = record["plan"]["updates"]
     assert chosen.cooldown == budget.COOLDOWN_SHARE == 0.5
     assert chosen.norm_first and chosen.warmup_steps == round(budget.WARMUP_SHARE * updates) < 400
-    rates = [float(make_schedule(256, chosen.training, budget_updates=updates)(step)) for step in range(updates + 1)]
+    variables = BudgetVariables.create(updates, chosen.training)
+    rates = [float(make_schedule(256, chosen.training, variables)(step)) for step in range(updates + 1)]
     peak = max(range(len(rates)), key=rates.__getitem__)
     assert abs(peak - chosen.warmup_steps) <= 1 and rates[-1] == 0.0
     assert rates[chosen.warmup_steps // 2] == pytest.approx(rates[chosen.warmup_steps] / 2, rel=0.01)
     config = RunConfig(dataset="c.tsv", time_budget="10", cooldown=0.3, model_dir=str(tmp_path / "b"))
     given, record = plan_on_a_fake_machine(config, fixed={"cooldown"})
     assert given.cooldown == 0.3 and "over the last 30% of the updates" in record["recipe"][-1]
+
+
+def test_the_model_choice_times_its_decodes_after_the_one_that_traces():
+    """`DecodeTimer`: the seconds per sentence of the last decode, which the
+    alpha guard prices from; none after the first alone, which traces."""
+    import types
+
+    from keras_transformer.training import recipe
+
+    now, seconds = [0.0], iter([9.0, 2.0, 3.0])
+
+    def translate(sentences):
+        now[0] += next(seconds)
+        return types.SimpleNamespace(best=[s.upper() for s in sentences])
+
+    timer = recipe.DecodeTimer(types.SimpleNamespace(translate=translate), clock=lambda: now[0])
+    assert timer(["a", "b", "c", "d"]) == ["A", "B", "C", "D"] and timer.seconds_per_sentence is None
+    timer(["a", "b", "c", "d"])
+    assert timer.seconds_per_sentence == 0.5
+    timer(["a", "b", "c", "d"])
+    assert timer.seconds_per_sentence == 0.75
