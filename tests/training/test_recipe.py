@@ -168,9 +168,14 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     choice = run_dir.read_choice()
     assert choice["alpha"] in model_choice.ALPHAS and config.alpha == choice["alpha"]
     bleu = {float(alpha): scores["bleu"] for alpha, scores in choice["alpha_scores"].items()}
-    assert set(bleu) == set(model_choice.ALPHAS) and bleu[choice["alpha"]] == max(bleu.values())
+    # How many alphas the budget affords depends on this machine's decode speed (the guard itself is tested on a
+    # fake clock in test_budget): they are tried in order, the first always, and the untried ones are named.
+    tried = model_choice.ALPHAS[:len(bleu)]
+    assert list(bleu) == list(tried) and tried and bleu[choice["alpha"]] == max(bleu.values())
     assert bleu[model_choice.ALPHAS[0]] == choice["scores"][choice["chosen"]]["bleu"]
     assert f"  alpha {choice['alpha']:g} (chosen)" in out
+    untried = model_choice.ALPHAS[len(tried):]
+    assert (f"  alpha {', '.join(f'{a:g}' for a in untried)} not tried" in out) == bool(untried)
 
     code, out, err = run_entry_point(cli.train_main, args, capsys)  # started again: the budget is spent
     assert code == 0, err
