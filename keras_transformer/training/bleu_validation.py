@@ -19,6 +19,13 @@ after its last backup; the callback drops the scores of that interval and
 later ones (scored but not backed up before the kill), and recomputes the
 best interval and the patience counter from the rest, so they are what an
 uninterrupted run would have.
+
+Given a beam search (`beam_translate`, as a time-budgeted run gives it),
+it also times one beam decode of the same sentences, once, at the
+validation that ends the second interval (the first's model is untrained,
+its outputs run to the length limit): `beam_cost`, the beam decode's
+seconds over the greedy one's at the references' length, which prices the
+work after training (`budget.TimeBudget.after_training`).
 """
 
 import os
@@ -100,15 +107,20 @@ class BleuValidation(keras.callbacks.Callback):
         updates_per_interval: optimizer updates in one interval, recorded with the
             scores (with the training seconds so far) for plotting.
         decode_batch_size: the batches `translate` decodes in (`Translator.translate`'s).
+        beam_translate: as `translate`, with the beam search the model
+            choice and the test use (or None: no `beam_cost`).
+        clock: seconds (tests pass a fake one).
 
     After each decode it keeps its `decode_seconds`, and the
     `expected_decode_seconds` at the references' length (see the function
     of that name), which `budget.TimeBudget` prices the work after
-    training from.
+    training from. With `beam_translate`, `beam_cost` once measured (None
+    before), and `beam_seconds`: what the last validation spent measuring it
+    (0.0 at the others).
     """
 
     def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_interval=1,
-                 decode_batch_size=64):
+                 decode_batch_size=64, beam_translate=None, clock=time.perf_counter):
         super().__init__()
         if len(sentences) != len(references):
             raise ValueError(f"{len(sentences)} validation sentences but {len(references)} references.")
@@ -121,6 +133,8 @@ class BleuValidation(keras.callbacks.Callback):
         self.decode_batch_size = int(decode_batch_size)
         self.state = None
         self.decode_seconds = self.expected_decode_seconds = None  # the last decode's, for `budget.TimeBudget`
+        self.beam_translate, self.clock = beam_translate, clock
+        self.beam_cost, self.beam_seconds = None, 0.0
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.state is not None:
@@ -140,19 +154,22 @@ class BleuValidation(keras.callbacks.Callback):
         self.state = state
         # Training seconds before this process, so that a resumed run's curve continues.
         self._seconds_before = state["scores"].get(epoch - 1, {}).get("seconds", 0.0)
-        self._start = time.perf_counter()
+        self._start = self.clock()
 
     def on_epoch_end(self, epoch, logs=None):
-        decode_start = time.perf_counter()
+        decode_start = self.clock()
         hypotheses = self.translate(self.sentences)
-        self.decode_seconds = time.perf_counter() - decode_start
+        self.decode_seconds = self.clock() - decode_start
         self.expected_decode_seconds = expected_decode_seconds(
             self.decode_seconds, self.sentences, hypotheses, self.references, self.decode_batch_size)
+        self.beam_seconds = 0.0
+        if self.beam_translate is not None and self.beam_cost is None and epoch >= 1:
+            self._measure_beam_cost()
         scores = evaluation.score(hypotheses, self.references)
         figures = {"val_bleu": scores["bleu"], "val_chrf": scores["chrf"]}
         if logs is not None:
             logs.update(figures)
-        figures.update(updates=self._updates(epoch), seconds=self._seconds_before + time.perf_counter() - self._start)
+        figures.update(updates=self._updates(epoch), seconds=self._seconds_before + self.clock() - self._start)
         self.state["scores"][epoch] = figures
         best, waited = progress(self.state["scores"])
         if best == epoch:
@@ -165,6 +182,19 @@ class BleuValidation(keras.callbacks.Callback):
                   f"(best {self.state['scores'][best]['val_bleu']:.2f} after interval {best + 1}).",
                   flush=True)
             self.model.stop_training = True
+
+    def _measure_beam_cost(self):
+        """`beam_cost` from one beam decode of the sentences, timed after an
+        untimed one of the first sentence (which traces the search)."""
+        start = self.clock()
+        self.beam_translate(self.sentences[:1])
+        decode_start = self.clock()
+        hypotheses = self.beam_translate(self.sentences)
+        end = self.clock()
+        beam = expected_decode_seconds(end - decode_start, self.sentences, hypotheses, self.references,
+                                       self.decode_batch_size)
+        self.beam_cost = beam / max(self.expected_decode_seconds, 1e-9)
+        self.beam_seconds = end - start
 
     def _updates(self, interval):
         """Updates made by the end of `interval`: a whole number of intervals,

@@ -20,8 +20,9 @@ What the budget covers: the whole command, from the process's start
 (`process_start`) to the export. Training gets what is left once the work
 after it is priced (`TimeBudget.after_training`): the model choice and the
 test decode from this run's own last validation decode (seconds per
-sentence at the references' length, times `BEAM_COST` for beam search),
-the export from `EXPORT_SECONDS`. The time spent is recorded in the run
+sentence at the references' length, times the beam search's cost in greedy
+decodes, which the validation measures once: `BleuValidation.beam_cost`,
+or `BEAM_COST` before it has), the export from `EXPORT_SECONDS`. The time spent is recorded in the run
 folder after every interval (`RunDir.budget_path`), so a run killed and
 started again continues the same budget; the recipe adds what each part
 after training took (`record_part`).
@@ -73,10 +74,13 @@ FIRST_OVERHEAD_SHARE = 0.12
 # The model choice decodes the validation sentences once per candidate with
 # beam search, and the test decodes the test sentences with it; validation
 # decodes greedily. A beam-4 decode of a sentence at the paper's alpha 0.6
-# costs about this many greedy ones, its trace and scoring included: priced
-# at 2.0, the choice and the test of five budgeted runs (LibreOffice at 25 and
-# 50 minutes, its medium and short pairs at 17; 2-core AMD EPYC) took
-# 0.94-1.57 and 1.0-1.31 times their price, 1.25 in the median.
+# costs about this many greedy ones, its trace and scoring included, until
+# the run has measured its own (`BleuValidation.beam_cost`, at the second
+# validation): priced at 2.0, the choice and the test of five budgeted runs
+# (LibreOffice at 25 and 50 minutes, its medium and short pairs at 17; 2-core
+# AMD EPYC) took 0.94-1.57 and 1.0-1.31 times their price, 1.25 in the
+# median. Priced at 2.5, later runs' took 0.61-1.0 times it (mixed_bfloat16
+# 0.61-0.82, float32 0.93-1.0): one constant does not hold across precisions.
 BEAM_COST = 2.5
 # At the larger alphas the choice tries, beam search runs longer before its
 # finished hypotheses beat the alive ones: on LibreOffice's 200 validation
@@ -303,7 +307,9 @@ class TimeBudget(keras.callbacks.Callback):
     seconds, and of them the validation loss pass's, "loss", and the BLEU
     decode's, "decode"; the rest is the checkpoint, the backup and what
     Keras does before the loss pass, such as replacing the last pass's
-    validation iterator), stopped:
+    validation iterator; and "beam": the one-off timing of the beam search,
+    left out of its seconds), beam_cost (the validation's measured
+    `BleuValidation.beam_cost`, kept for a resumed run), stopped:
     whether the budget ended training, revision: the plan revised after
     the first interval (`revise`), and parts: each part's
     planned seconds (training, choice, test, export; the recipe adds what
@@ -333,6 +339,8 @@ class TimeBudget(keras.callbacks.Callback):
                        "made_updates": made, "stopped": False,
                        "seconds_per_update": float(record.get("seconds_per_update", self.plan.seconds_per_update)),
                        "validation_seconds": record.get("validation_seconds")}
+        if "beam_cost" in record and self.validation is not None:  # measured before it was resumed
+            self.record["beam_cost"] = self.validation.beam_cost = record["beam_cost"]
         if "revision" in record:  # made by this run before it was resumed: the warm-up stays revised
             self.record["revision"] = record["revision"]
             self.apply_warmup(record["revision"])
@@ -342,6 +350,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.validations = []  # seconds of this process's validations, checkpoints and backups
         self.breakdowns = []  # of each: {"loss": its loss pass's seconds, "decode": its BLEU decode's}
         self.loss_start = self.loss_seconds = None
+        self.beam_seconds = 0.0  # of the last validation, spent measuring the beam search's cost
         self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
         self.recent = collections.deque(maxlen=RECENT_UPDATES * self.batches_per_update)  # timed batches' seconds
         self.record["parts"] = self.planned_parts()  # even if training stops before its first validation
@@ -389,16 +398,23 @@ class TimeBudget(keras.callbacks.Callback):
         sentences, and its `alpha_decodes` at LONG_ALPHA_COST) and the test
         (one of the test sentences, at LONG_ALPHA_COST when the choice tries
         alphas), each sentence priced at the last validation decode's seconds
-        per sentence times BEAM_COST, and the plan's export."""
+        per sentence times the beam search's cost (`beam_cost`), and the
+        plan's export."""
         decode, sentences = self.record["validation_seconds"], None
         if self.validation is not None and self.validation.expected_decode_seconds is not None:
             # As long as the references, as a trained model's outputs are (`expected_decode_seconds`).
             decode, sentences = self.validation.expected_decode_seconds, len(self.validation.sentences)
-        beam = decode * BEAM_COST  # one beam decode of the validation sentences at alpha 0.6
+        beam = decode * self.beam_cost()  # one beam decode of the validation sentences at alpha 0.6
         longer = LONG_ALPHA_COST if self.plan.alpha_decodes else 1.0
         test = beam * longer * self.plan.test_sentences / sentences if sentences else 0.0
         return {"choice": beam * choice_units(self.plan.choice_decodes, self.plan.alpha_decodes),
                 "test": test, "export": self.plan.export_seconds}
+
+    def beam_cost(self):
+        """A beam decode's seconds in greedy ones: as the validation measured
+        it (`BleuValidation.beam_cost`), or BEAM_COST before it has."""
+        measured = None if self.validation is None else getattr(self.validation, "beam_cost", None)
+        return BEAM_COST if measured is None else measured
 
     def left_for_training(self):
         """Seconds left for updates: training's planned share of the budget
@@ -449,8 +465,9 @@ class TimeBudget(keras.callbacks.Callback):
         interval (from its last batch to now), once. Returns whether there was one."""
         if self.batch_end is None:
             return False
-        self.validations.append(self.clock() - self.batch_end)
-        self.batch_end = None
+        # Less the one-off timing of the beam search, which later validations will not repeat.
+        self.validations.append(self.clock() - self.batch_end - self.beam_seconds)
+        self.batch_end, self.beam_seconds = None, 0.0
         return True
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -542,7 +559,11 @@ class TimeBudget(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         # After the BLEU decode (`BleuValidation` comes first among the callbacks).
         decode = None if self.validation is None else self.validation.decode_seconds
-        self.breakdowns.append({"loss": self.loss_seconds, "decode": decode})
+        self.beam_seconds = 0.0 if self.validation is None else getattr(self.validation, "beam_seconds", 0.0)
+        self.breakdowns.append({"loss": self.loss_seconds, "decode": decode,
+                                **({"beam": self.beam_seconds} if self.beam_seconds else {})})
+        if self.validation is not None and getattr(self.validation, "beam_cost", None) is not None:
+            self.record["beam_cost"] = self.validation.beam_cost
         self.loss_seconds = None
         # Too little time for another interval to be worth its validation and checkpoint: stop here.
         if self.too_little_left():

@@ -44,6 +44,8 @@ def compile_model(model, training, metrics=(), budget=None):
 def make_callbacks(run_dir, data, training, validation, decoding, accuracy_metric, model, tokenizer):
     """Validation BLEU (first, so that later callbacks see val_bleu), backups,
     kept checkpoints, TensorBoard, TerminateOnNaN and throughput figures.
+    With a time budget the validation also times the run's beam search once
+    (`BleuValidation.beam_cost`).
 
     run_dir: this worker's `RunDir`."""
     callbacks = [keras.callbacks.TerminateOnNaN()]
@@ -52,9 +54,16 @@ def make_callbacks(run_dir, data, training, validation, decoding, accuracy_metri
         # The one Translator, greedy at beam 1 (cheap), as the export would translate otherwise.
         translator = make_translator(decoding, model, tokenizer, beam_size=validation.bleu_beam_size,
                                      greedy=validation.bleu_beam_size == 1)
+        beam_translate = None
+        if training.time_budget:  # the budget prices the beam decodes after training from this one's timing
+            beam = make_translator(decoding, model, tokenizer)
+
+            def beam_translate(texts):
+                return beam.translate(texts, progress=False).best
         callbacks.append(bleu_validation.BleuValidation(
             run_dir, sentences, references, lambda texts: translator.translate(texts, progress=False).best,
-            patience=validation.early_stopping, updates_per_interval=training.interval))
+            patience=validation.early_stopping, updates_per_interval=training.interval,
+            beam_translate=beam_translate))
     return callbacks + [
         # delete_checkpoint=False: the backup also lets a finished run be re-run as a no-op.
         keras.callbacks.BackupAndRestore(run_dir.backup_dir, delete_checkpoint=False),

@@ -150,3 +150,33 @@ def test_a_runaway_decode_is_priced_at_the_references_length():
     assert bleu_validation.expected_decode_seconds(10.0, sources, references, references, 64) == pytest.approx(10.0)
     short = ["eins"] * 3  # a model that stops too early decodes faster than a trained one will
     assert bleu_validation.expected_decode_seconds(10.0, sources, short, references, 64) == pytest.approx(25.0)
+
+
+def test_the_beam_search_is_timed_once_at_the_second_validation_against_the_greedy_decode(tmp_path):
+    """On a fake clock, greedy decodes of the 40 sentences take 2 s and the
+    beam search's 5 s after a trace of 0.5 s on one sentence: measured once,
+    at the validation that ends the second interval (the first's model is
+    untrained), the beam search costs 2.5 greedy decodes, and that
+    validation spent 5.5 s measuring it (the others none)."""
+    clock, beam_calls, spent = [0.0], [], []
+
+    def greedy(sentences):
+        clock[0] += 2.0
+        return REFERENCES[:len(sentences)]
+
+    def beam(sentences):
+        beam_calls.append(len(sentences))
+        clock[0] += 5.0 if len(sentences) == len(SENTENCES) else 0.5
+        return REFERENCES[:len(sentences)]
+
+    class Spent(keras.callbacks.Callback):  # after the validation, as `budget.TimeBudget` reads it
+        def on_epoch_end(self, epoch, logs=None):
+            spent.append((bleu.beam_seconds, bleu.beam_cost))
+
+    bleu = bleu_validation.BleuValidation(RunDir(str(tmp_path)), SENTENCES, REFERENCES, greedy,
+                                          beam_translate=beam, clock=lambda: clock[0])
+    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=4, callbacks=[bleu, Spent()], verbose=0)
+    assert beam_calls == [1, len(SENTENCES)]
+    assert spent == [(0.0, None), (5.5, 2.5), (0.0, 2.5), (0.0, 2.5)]
+    assert bleu_validation.BleuValidation(RunDir(str(tmp_path / "b")), SENTENCES, REFERENCES,
+                                          greedy).beam_cost is None  # no beam search given: not measured

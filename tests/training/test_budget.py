@@ -505,3 +505,45 @@ def test_a_run_within_a_tenth_of_its_probe_keeps_its_plan(tmp_path):
                         "revised": False}
     assert float(variables.warmup_steps.numpy()) == plan.warmup
     assert callback.describe_revision().startswith(f"Plan kept after {plan.interval} updates, 1.09 s each")
+
+
+def test_the_beam_search_measured_by_the_validation_prices_the_work_after_training_and_is_kept(tmp_path):
+    """Until the validation has measured the beam search the work after
+    training is priced at BEAM_COST greedy decodes; from the validation that
+    measured 1.6, at 1.6. The 7 s that validation spent timing it are left
+    out of its seconds (later ones will not repeat them), and a resumed run
+    keeps the measurement rather than make it again."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, alpha_decodes=3)
+    validation = FakeValidation(200, 4.0)
+    validation.beam_cost, validation.beam_seconds = None, 0.0
+    callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=validation)
+    callback.set_model(fake_model())
+    choice_at = {}
+
+    def measured_in_the_second_validation():  # as `BleuValidation` sets them before `TimeBudget` reads them
+        made = callback.record["made_updates"]
+        if made == plan.interval + 1:  # after the first validation
+            choice_at["before"] = callback.planned_parts()["choice"]["planned"]
+        validation.beam_cost, validation.beam_seconds = (1.6, 7.0) if made >= 2 * plan.interval else (None, 0.0)
+        if made > 2 * plan.interval:
+            validation.beam_seconds = 0.0
+    simulate(callback, clock, 1.0, [6.0, 13.0] + [6.0] * 1000, plan.interval,
+             after_update=measured_in_the_second_validation)
+    record = run_dir.read_budget()
+    units = 3 + 3 * budget.LONG_ALPHA_COST
+    assert choice_at["before"] == pytest.approx(units * 4.0 * budget.BEAM_COST)
+    assert record["parts"]["choice"]["planned"] == pytest.approx(units * 4.0 * 1.6)
+    assert record["parts"]["test"]["planned"] == pytest.approx(1000 / 200 * 4.0 * 1.6 * budget.LONG_ALPHA_COST)
+    assert record["beam_cost"] == 1.6
+    validations = record["validations"]
+    assert validations[1] == {"seconds": 6.0, "loss": 0.0, "decode": 4.0, "beam": 7.0}
+    assert {v["seconds"] for v in validations} == {6.0} and "beam" not in validations[2]
+    assert record["validation_seconds"] == 6.0
+
+    resumed = FakeValidation(200, 4.0)
+    resumed.beam_cost, resumed.beam_seconds = None, 0.0
+    again = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=resumed)
+    again.set_model(fake_model(record["made_updates"]))
+    again.on_train_begin()
+    assert resumed.beam_cost == 1.6 and again.beam_cost() == 1.6
