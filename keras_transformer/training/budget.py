@@ -351,6 +351,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.breakdowns = []  # of each: {"loss": its loss pass's seconds, "decode": its BLEU decode's}
         self.loss_start = self.loss_seconds = None
         self.beam_seconds = 0.0  # of the last validation, spent measuring the beam search's cost
+        self.validated_updates = made  # the updates of the model the last validation decoded
         self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
         self.recent = collections.deque(maxlen=RECENT_UPDATES * self.batches_per_update)  # timed batches' seconds
         self.record["parts"] = self.planned_parts()  # even if training stops before its first validation
@@ -426,11 +427,18 @@ class TimeBudget(keras.callbacks.Callback):
                 - (self.record["validation_seconds"] or 0.0))
 
     def planned_parts(self):
-        """{part: {"planned": seconds}} for every part in PARTS. Before a
-        validation is measured, the plan's guess: the export, and training
-        the budget less FIRST_OVERHEAD_SHARE (which holds the validations,
-        the choice and the test, so these two have no figure of their own yet)."""
-        if self.record["validation_seconds"] is None:
+        """{part: {"planned": seconds}} for every part in PARTS. Until a
+        validation after the first interval's is measured (by a
+        `BleuValidation`, whose decodes price the choice and the test), the
+        plan's guess:
+        the export, and training the budget less FIRST_OVERHEAD_SHARE (which
+        holds the validations, the choice and the test, so these two have no
+        figure of their own yet). The first interval's model is too raw to
+        price a trained one's decodes by: on LibreOffice at 25 minutes its
+        outputs ("In der Formel =A19999...") priced the work after training
+        at about 500 s, where the run's later validations priced it at 204."""
+        raw = self.validation is not None and self.validated_updates <= self.plan.interval
+        if self.record["validation_seconds"] is None or raw:
             return {"training": {"planned": self.budget_seconds * (1.0 - FIRST_OVERHEAD_SHARE)
                                  - self.plan.export_seconds},
                     "choice": {}, "test": {}, "export": {"planned": self.plan.export_seconds}}
@@ -559,6 +567,7 @@ class TimeBudget(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         # After the BLEU decode (`BleuValidation` comes first among the callbacks).
         decode = None if self.validation is None else self.validation.decode_seconds
+        self.validated_updates = self.record["made_updates"]
         self.beam_seconds = 0.0 if self.validation is None else getattr(self.validation, "beam_seconds", 0.0)
         self.breakdowns.append({"loss": self.loss_seconds, "decode": decode,
                                 **({"beam": self.beam_seconds} if self.beam_seconds else {})})

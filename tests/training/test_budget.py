@@ -496,6 +496,31 @@ def test_a_run_slower_than_probed_revises_its_plan_and_warm_up_after_the_first_i
     assert float(fresh.scale.numpy()) == pytest.approx(revision["learning_rate_scale"])
 
 
+def test_the_work_after_training_is_priced_from_the_decodes_of_a_model_trained_beyond_one_interval(tmp_path):
+    """The first interval's model decodes nothing like a trained one (its
+    40 s decode would price the choice and the test at ten times what the
+    later 4 s ones do): until a later validation, the parts are the plan's
+    guess, the budget less FIRST_OVERHEAD_SHARE for training."""
+    clock, run_dir = Clock(), RunDir(tmp_path)
+    plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, alpha_decodes=3)
+    validation = FakeValidation(200, 40.0)
+    callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=validation)
+    callback.set_model(fake_model())
+    parts_at = {}
+
+    def trained():
+        made = callback.record["made_updates"]
+        parts_at.setdefault(made, callback.planned_parts())
+        if made > plan.interval:
+            validation.expected_decode_seconds = validation.decode_seconds = 4.0
+    simulate(callback, clock, 1.0, 6.0, plan.interval, after_update=trained)
+    guess = {"training": {"planned": 1200.0 * (1 - budget.FIRST_OVERHEAD_SHARE) - 30.0}, "choice": {}, "test": {},
+             "export": {"planned": 30.0}}
+    assert parts_at[plan.interval + 1] == guess  # after the first validation, whose decode took 40 s
+    assert parts_at[2 * plan.interval + 1]["choice"]["planned"] == pytest.approx(
+        (3 + 3 * budget.LONG_ALPHA_COST) * 4.0 * budget.BEAM_COST)
+
+
 def test_a_run_within_a_tenth_of_its_probe_keeps_its_plan(tmp_path):
     clock, run_dir = Clock(), RunDir(tmp_path)
     plan, variables, callback = revisable_run(run_dir, clock, 1.0)
@@ -508,9 +533,9 @@ def test_a_run_within_a_tenth_of_its_probe_keeps_its_plan(tmp_path):
 
 
 def test_the_beam_search_measured_by_the_validation_prices_the_work_after_training_and_is_kept(tmp_path):
-    """Until the validation has measured the beam search the work after
-    training is priced at BEAM_COST greedy decodes; from the validation that
-    measured 1.6, at 1.6. The 7 s that validation spent timing it are left
+    """From the validation that measured the beam search at 1.6 greedy
+    decodes (without it: BEAM_COST, as the test above), the work after
+    training is priced at 1.6. The 7 s that validation spent timing it are left
     out of its seconds (later ones will not repeat them), and a resumed run
     keeps the measurement rather than make it again."""
     clock, run_dir = Clock(), RunDir(tmp_path)
@@ -519,12 +544,9 @@ def test_the_beam_search_measured_by_the_validation_prices_the_work_after_traini
     validation.beam_cost, validation.beam_seconds = None, 0.0
     callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=validation)
     callback.set_model(fake_model())
-    choice_at = {}
 
     def measured_in_the_second_validation():  # as `BleuValidation` sets them before `TimeBudget` reads them
         made = callback.record["made_updates"]
-        if made == plan.interval + 1:  # after the first validation
-            choice_at["before"] = callback.planned_parts()["choice"]["planned"]
         validation.beam_cost, validation.beam_seconds = (1.6, 7.0) if made >= 2 * plan.interval else (None, 0.0)
         if made > 2 * plan.interval:
             validation.beam_seconds = 0.0
@@ -532,7 +554,6 @@ def test_the_beam_search_measured_by_the_validation_prices_the_work_after_traini
              after_update=measured_in_the_second_validation)
     record = run_dir.read_budget()
     units = 3 + 3 * budget.LONG_ALPHA_COST
-    assert choice_at["before"] == pytest.approx(units * 4.0 * budget.BEAM_COST)
     assert record["parts"]["choice"]["planned"] == pytest.approx(units * 4.0 * 1.6)
     assert record["parts"]["test"]["planned"] == pytest.approx(1000 / 200 * 4.0 * 1.6 * budget.LONG_ALPHA_COST)
     assert record["beam_cost"] == 1.6
