@@ -350,7 +350,6 @@ class TimeBudget(keras.callbacks.Callback):
         self.validations = []  # seconds of this process's validations, checkpoints and backups
         self.breakdowns = []  # of each: {"loss": its loss pass's seconds, "decode": its BLEU decode's}
         self.loss_start = self.loss_seconds = None
-        self.beam_seconds = 0.0  # of the last validation, spent measuring the beam search's cost
         self.validated_updates = made  # the updates of the model the last validation decoded
         self.training_seconds, self.timed_batches, self.batches = 0.0, 0, 0
         self.recent = collections.deque(maxlen=RECENT_UPDATES * self.batches_per_update)  # timed batches' seconds
@@ -414,7 +413,7 @@ class TimeBudget(keras.callbacks.Callback):
     def beam_cost(self):
         """A beam decode's seconds in greedy ones: as the validation measured
         it (`BleuValidation.beam_cost`), or BEAM_COST before it has."""
-        measured = None if self.validation is None else getattr(self.validation, "beam_cost", None)
+        measured = None if self.validation is None else self.validation.beam_cost
         return BEAM_COST if measured is None else measured
 
     def left_for_training(self):
@@ -473,9 +472,11 @@ class TimeBudget(keras.callbacks.Callback):
         interval (from its last batch to now), once. Returns whether there was one."""
         if self.batch_end is None:
             return False
-        # Less the one-off timing of the beam search, which later validations will not repeat.
-        self.validations.append(self.clock() - self.batch_end - self.beam_seconds)
-        self.batch_end, self.beam_seconds = None, 0.0
+        # Less the one-off timing of the beam search (its breakdown's, `on_epoch_end`), which later
+        # validations will not repeat.
+        beam = self.breakdowns[-1].get("beam", 0.0) if self.breakdowns else 0.0
+        self.validations.append(self.clock() - self.batch_end - beam)
+        self.batch_end = None
         return True
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -566,13 +567,14 @@ class TimeBudget(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         # After the BLEU decode (`BleuValidation` comes first among the callbacks).
-        decode = None if self.validation is None else self.validation.decode_seconds
         self.validated_updates = self.record["made_updates"]
-        self.beam_seconds = 0.0 if self.validation is None else getattr(self.validation, "beam_seconds", 0.0)
-        self.breakdowns.append({"loss": self.loss_seconds, "decode": decode,
-                                **({"beam": self.beam_seconds} if self.beam_seconds else {})})
-        if self.validation is not None and getattr(self.validation, "beam_cost", None) is not None:
-            self.record["beam_cost"] = self.validation.beam_cost
+        breakdown = {"loss": self.loss_seconds, "decode": None}
+        if self.validation is not None:
+            breakdown["decode"] = self.validation.decode_seconds
+            if self.validation.beam_seconds:  # this validation measured the beam search
+                breakdown["beam"] = self.validation.beam_seconds
+                self.record["beam_cost"] = self.validation.beam_cost
+        self.breakdowns.append(breakdown)
         self.loss_seconds = None
         # Too little time for another interval to be worth its validation and checkpoint: stop here.
         if self.too_little_left():

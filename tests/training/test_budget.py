@@ -290,11 +290,13 @@ def test_a_machine_much_faster_than_probed_still_ends_its_learning_rate_at_zero(
 
 class FakeValidation:
     """What `TimeBudget` reads of a `BleuValidation`: its sentences, its last
-    decode's seconds and their expected figure."""
+    decode's seconds and their expected figure, and the beam search's cost
+    and what measuring it took (not measured here)."""
 
     def __init__(self, sentences, decode_seconds):
         self.sentences, self.expected_decode_seconds = ["a sentence"] * sentences, decode_seconds
         self.decode_seconds = decode_seconds
+        self.beam_cost, self.beam_seconds = None, 0.0
 
 
 def test_each_validation_is_recorded_with_its_loss_pass_and_its_bleu_decode(tmp_path):
@@ -541,7 +543,6 @@ def test_the_beam_search_measured_by_the_validation_prices_the_work_after_traini
     clock, run_dir = Clock(), RunDir(tmp_path)
     plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, alpha_decodes=3)
     validation = FakeValidation(200, 4.0)
-    validation.beam_cost, validation.beam_seconds = None, 0.0
     callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=validation)
     callback.set_model(fake_model())
 
@@ -563,7 +564,6 @@ def test_the_beam_search_measured_by_the_validation_prices_the_work_after_traini
     assert record["validation_seconds"] == 6.0
 
     resumed = FakeValidation(200, 4.0)
-    resumed.beam_cost, resumed.beam_seconds = None, 0.0
     again = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=resumed)
     again.set_model(fake_model(record["made_updates"]))
     again.on_train_begin()
