@@ -21,11 +21,14 @@ best interval and the patience counter from the rest, so they are what an
 uninterrupted run would have.
 
 Given a beam search (`beam_translate`, as a time-budgeted run gives it),
-it also times one beam decode of the same sentences, once, at the
-validation that ends the second interval (the first's model is untrained,
-its outputs run to the length limit): `beam_cost`, the beam decode's
-seconds over the greedy one's at the references' length, which prices the
-work after training (`budget.TimeBudget.after_training`).
+it also times beam decodes of the same sentences: first at the validation
+that ends the second interval (the first's model is untrained, its outputs
+run to the length limit), after an untimed decode of one sentence that
+traces the search (`trace_seconds`, which prices the export's traces), then
+again whenever the model has made BEAM_RETIME_GROWTH times the updates it
+had at the last timing. `beam_cost`, the beam decode's seconds over the
+greedy one's at the references' length, prices the work after training
+(`budget.TimeBudget.after_training`).
 """
 
 import os
@@ -36,6 +39,14 @@ import keras
 
 from keras_transformer.decoding import evaluation
 from keras_transformer.files import atomic_path
+
+# A half-trained model's beam search runs longer, in greedy decodes, than a
+# trained one's: on LibreOffice at 25 minutes (mixed_bfloat16, 2-core AMD
+# EPYC) the second validation's model took 2.32-2.41 greedy decodes, where the
+# final model's beam decodes took about 1.6. Timing again each time the
+# updates double follows a cost that moves fast early and slowly late, at a
+# handful of decodes (the second interval's model, the fourth's, the eighth's).
+BEAM_RETIME_GROWTH = 2.0
 
 
 def read_state(run_dir):
@@ -108,15 +119,19 @@ class BleuValidation(keras.callbacks.Callback):
             scores (with the training seconds so far) for plotting.
         decode_batch_size: the batches `translate` decodes in (`Translator.translate`'s).
         beam_translate: as `translate`, with the beam search the model
-            choice and the test use (or None: no `beam_cost`).
+            choice and the test use (or None: no `beam_cost`), timed at
+            the second interval's end and whenever the updates have doubled
+            since (BEAM_RETIME_GROWTH).
         clock: seconds (tests pass a fake one).
 
     After each decode it keeps its `decode_seconds`, and the
     `expected_decode_seconds` at the references' length (see the function
     of that name), which `budget.TimeBudget` prices the work after
-    training from. With `beam_translate`, `beam_cost` once measured (None
-    before), and `beam_seconds`: what the last validation spent measuring it
-    (0.0 at the others).
+    training from. With `beam_translate`: `beam_cost`, last measured (None
+    before), at the model of `beam_updates` updates; `trace_seconds`, the
+    first (tracing) beam decode of one sentence; and `beam_seconds`, what the
+    last validation spent measuring them (0.0 at the others). A resumed run
+    restores the first three (`budget.TimeBudget`).
     """
 
     def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_interval=1,
@@ -134,7 +149,8 @@ class BleuValidation(keras.callbacks.Callback):
         self.state = None
         self.decode_seconds = self.expected_decode_seconds = None  # the last decode's, for `budget.TimeBudget`
         self.beam_translate, self.clock = beam_translate, clock
-        self.beam_cost, self.beam_seconds = None, 0.0
+        self.beam_cost, self.beam_updates, self.trace_seconds, self.beam_seconds = None, None, None, 0.0
+        self._traced = False  # whether this process has traced the beam search
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.state is not None:
@@ -163,13 +179,14 @@ class BleuValidation(keras.callbacks.Callback):
         self.expected_decode_seconds = expected_decode_seconds(
             self.decode_seconds, self.sentences, hypotheses, self.references, self.decode_batch_size)
         self.beam_seconds = 0.0
-        if self.beam_translate is not None and self.beam_cost is None and epoch >= 1:
-            self._measure_beam_cost()
+        updates = self._updates(epoch)
+        if self.beam_translate is not None and epoch >= 1 and self._beam_due(updates):
+            self._measure_beam_cost(updates)
         scores = evaluation.score(hypotheses, self.references)
         figures = {"val_bleu": scores["bleu"], "val_chrf": scores["chrf"]}
         if logs is not None:
             logs.update(figures)
-        figures.update(updates=self._updates(epoch), seconds=self._seconds_before + self.clock() - self._start)
+        figures.update(updates=updates, seconds=self._seconds_before + self.clock() - self._start)
         self.state["scores"][epoch] = figures
         best, waited = progress(self.state["scores"])
         if best == epoch:
@@ -183,17 +200,27 @@ class BleuValidation(keras.callbacks.Callback):
                   flush=True)
             self.model.stop_training = True
 
-    def _measure_beam_cost(self):
-        """`beam_cost` from one beam decode of the sentences, timed after an
-        untimed one of the first sentence (which traces the search)."""
+    def _beam_due(self, updates):
+        """Whether the beam search is timed at this validation, of a model of
+        `updates` updates: never timed yet, or the updates grew BEAM_RETIME_GROWTH-fold since."""
+        return self.beam_cost is None or updates >= BEAM_RETIME_GROWTH * (self.beam_updates or 0)
+
+    def _measure_beam_cost(self, updates):
+        """`beam_cost` from one beam decode of the sentences; before it, in a
+        process that has not traced the search, an untimed one of the first
+        sentence, which traces it (`trace_seconds`)."""
         start = self.clock()
-        self.beam_translate(self.sentences[:1])
+        if not self._traced:
+            self.beam_translate(self.sentences[:1])
+            self._traced = True
+            self.trace_seconds = self.clock() - start
         decode_start = self.clock()
         hypotheses = self.beam_translate(self.sentences)
         end = self.clock()
         beam = expected_decode_seconds(end - decode_start, self.sentences, hypotheses, self.references,
                                        self.decode_batch_size)
         self.beam_cost = beam / max(self.expected_decode_seconds, 1e-9)
+        self.beam_updates = updates
         self.beam_seconds = end - start
 
     def _updates(self, interval):

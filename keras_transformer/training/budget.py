@@ -21,8 +21,10 @@ What the budget covers: the whole command, from the process's start
 after it is priced (`TimeBudget.after_training`): the model choice and the
 test decode from this run's own last validation decode (seconds per
 sentence at the references' length, times the beam search's cost in greedy
-decodes, which the validation measures once: `BleuValidation.beam_cost`,
-or `BEAM_COST` before it has), the export from `EXPORT_SECONDS`. The time spent is recorded in the run
+decodes, which the validation measures as the model trains:
+`BleuValidation.beam_cost`, or `BEAM_COST` before it has), the export from
+the validation's trace of the beam search (EXPORT_TRACE_COST times
+`BleuValidation.trace_seconds`, or `EXPORT_SECONDS` before it has). The time spent is recorded in the run
 folder after every interval (`RunDir.budget_path`), so a run killed and
 started again continues the same budget; the recipe adds what each part
 after training took (`record_part`).
@@ -75,8 +77,8 @@ FIRST_OVERHEAD_SHARE = 0.12
 # beam search, and the test decodes the test sentences with it; validation
 # decodes greedily. A beam-4 decode of a sentence at the paper's alpha 0.6
 # costs about this many greedy ones, its trace and scoring included, until
-# the run has measured its own (`BleuValidation.beam_cost`, at the second
-# validation): priced at 2.0, the choice and the test of five budgeted runs
+# the run has measured its own (`BleuValidation.beam_cost`, from the second
+# validation on): priced at 2.0, the choice and the test of five budgeted runs
 # (LibreOffice at 25 and 50 minutes, its medium and short pairs at 17; 2-core
 # AMD EPYC) took 0.94-1.57 and 1.0-1.31 times their price, 1.25 in the
 # median. Priced at 2.5, later runs' took 0.61-1.0 times it (mixed_bfloat16
@@ -96,8 +98,19 @@ LONG_ALPHA_COST = 1.5
 ALPHA_STEP_COST = 1.3
 # The SavedModel export (tracing the serving signatures and writing them):
 # 10-19 s for the small preset on a 2-core AMD EPYC with AVX-512 bf16
-# (LibreOffice runs of 17 and 25 minutes).
+# (LibreOffice runs of 17 and 25 minutes). The price until the run has traced
+# its beam search (`BleuValidation.trace_seconds`).
 EXPORT_SECONDS = 20.0
+# The export traces three serving signatures around the beam search; it took
+# 1.60 (mixed_bfloat16) and 1.49 (float32) times the seconds of a first,
+# tracing, beam decode of one sentence with the same model (small preset,
+# 4,000 pieces, 2-core AMD EPYC, while other work ran beside it: 15.8 s
+# against 9.8, and 13.2 against 8.9).
+EXPORT_TRACE_COST = 1.6
+# What a `BleuValidation` measures of the beam search, kept in budget.json so
+# that a resumed run keeps it: its cost in greedy decodes, the updates of the
+# model it was measured on, and the seconds of its first (tracing) decode.
+BEAM_TIMING = ("beam_cost", "beam_updates", "trace_seconds")
 # The time left is priced at the run's mean seconds per update, or at its last
 # RECENT_UPDATES' mean when they ran slower: a machine shared with other work
 # can slow down mid-run (these 2-core VMs showed 4-11% steal time), and the
@@ -307,9 +320,10 @@ class TimeBudget(keras.callbacks.Callback):
     seconds, and of them the validation loss pass's, "loss", and the BLEU
     decode's, "decode"; the rest is the checkpoint, the backup and what
     Keras does before the loss pass, such as replacing the last pass's
-    validation iterator; and "beam": the one-off timing of the beam search,
-    left out of its seconds), beam_cost (the validation's measured
-    `BleuValidation.beam_cost`, kept for a resumed run), stopped:
+    validation iterator; and "beam": its timing of the beam search, if it
+    made one, left out of its seconds), beam_cost, beam_updates and
+    trace_seconds (the validation's latest timing of the beam search,
+    BEAM_TIMING, kept for a resumed run), stopped:
     whether the budget ended training, revision: the plan revised after
     the first interval (`revise`), and parts: each part's
     planned seconds (training, choice, test, export; the recipe adds what
@@ -339,8 +353,10 @@ class TimeBudget(keras.callbacks.Callback):
                        "made_updates": made, "stopped": False,
                        "seconds_per_update": float(record.get("seconds_per_update", self.plan.seconds_per_update)),
                        "validation_seconds": record.get("validation_seconds")}
-        if "beam_cost" in record and self.validation is not None:  # measured before it was resumed
-            self.record["beam_cost"] = self.validation.beam_cost = record["beam_cost"]
+        for key in BEAM_TIMING:
+            if key in record and self.validation is not None:  # measured before it was resumed
+                self.record[key] = record[key]
+                setattr(self.validation, key, record[key])
         if "revision" in record:  # made by this run before it was resumed: the warm-up stays revised
             self.record["revision"] = record["revision"]
             self.apply_warmup(record["revision"])
@@ -399,7 +415,7 @@ class TimeBudget(keras.callbacks.Callback):
         (one of the test sentences, at LONG_ALPHA_COST when the choice tries
         alphas), each sentence priced at the last validation decode's seconds
         per sentence times the beam search's cost (`beam_cost`), and the
-        plan's export."""
+        export (`export_seconds`)."""
         decode, sentences = self.record["validation_seconds"], None
         if self.validation is not None and self.validation.expected_decode_seconds is not None:
             # As long as the references, as a trained model's outputs are (`expected_decode_seconds`).
@@ -408,7 +424,15 @@ class TimeBudget(keras.callbacks.Callback):
         longer = LONG_ALPHA_COST if self.plan.alpha_decodes else 1.0
         test = beam * longer * self.plan.test_sentences / sentences if sentences else 0.0
         return {"choice": beam * choice_units(self.plan.choice_decodes, self.plan.alpha_decodes),
-                "test": test, "export": self.plan.export_seconds}
+                "test": test, "export": self.export_seconds()}
+
+    def export_seconds(self):
+        """The export's price: EXPORT_TRACE_COST times the validation's trace
+        of the beam search once measured, else the plan's (none without an export)."""
+        trace = None if self.validation is None else self.validation.trace_seconds
+        if not self.plan.export_seconds or trace is None:
+            return self.plan.export_seconds
+        return EXPORT_TRACE_COST * trace
 
     def beam_cost(self):
         """A beam decode's seconds in greedy ones: as the validation measured
@@ -472,8 +496,9 @@ class TimeBudget(keras.callbacks.Callback):
         interval (from its last batch to now), once. Returns whether there was one."""
         if self.batch_end is None:
             return False
-        # Less the one-off timing of the beam search (its breakdown's, `on_epoch_end`), which later
-        # validations will not repeat.
+        # Less its timing of the beam search, if it made one (its breakdown's, `on_epoch_end`): the
+        # validations that time it are a few (`bleu_validation.BEAM_RETIME_GROWTH`), and their
+        # beam decodes are not priced ahead.
         beam = self.breakdowns[-1].get("beam", 0.0) if self.breakdowns else 0.0
         self.validations.append(self.clock() - self.batch_end - beam)
         self.batch_end = None
@@ -573,7 +598,7 @@ class TimeBudget(keras.callbacks.Callback):
             breakdown["decode"] = self.validation.decode_seconds
             if self.validation.beam_seconds:  # this validation measured the beam search
                 breakdown["beam"] = self.validation.beam_seconds
-                self.record["beam_cost"] = self.validation.beam_cost
+                self.record.update({key: getattr(self.validation, key) for key in BEAM_TIMING})
         self.breakdowns.append(breakdown)
         self.loss_seconds = None
         # Too little time for another interval to be worth its validation and checkpoint: stop here.

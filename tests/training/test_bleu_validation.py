@@ -152,13 +152,17 @@ def test_a_runaway_decode_is_priced_at_the_references_length():
     assert bleu_validation.expected_decode_seconds(10.0, sources, short, references, 64) == pytest.approx(25.0)
 
 
-def test_the_beam_search_is_timed_once_at_the_second_validation_against_the_greedy_decode(tmp_path):
-    """On a fake clock, greedy decodes of the 40 sentences take 2 s and the
-    beam search's 5 s after a trace of 0.5 s on one sentence: measured once,
-    at the validation that ends the second interval (the first's model is
-    untrained), the beam search costs 2.5 greedy decodes, and that
-    validation spent 5.5 s measuring it (the others none)."""
+def test_the_beam_search_is_timed_at_the_second_validation_then_each_time_the_updates_double(tmp_path):
+    """On a fake clock, greedy decodes of the 40 sentences take 2 s, and the
+    beam search's 5 s, then 4 s, then 3 s (a trained model's search ends
+    sooner), after a trace of 0.5 s on one sentence. One update an interval:
+    the search is timed at the validation that ends the second interval (the
+    first's model is untrained), traced there only, then at the fourth and
+    the eighth (the updates doubled), costing 2.5, 2.0 and 1.5 greedy
+    decodes; each of those validations spent its timing's seconds, the
+    others none."""
     clock, beam_calls, spent = [0.0], [], []
+    beam_seconds = iter([5.0, 4.0, 3.0])
 
     def greedy(sentences):
         clock[0] += 2.0
@@ -166,17 +170,18 @@ def test_the_beam_search_is_timed_once_at_the_second_validation_against_the_gree
 
     def beam(sentences):
         beam_calls.append(len(sentences))
-        clock[0] += 5.0 if len(sentences) == len(SENTENCES) else 0.5
+        clock[0] += next(beam_seconds) if len(sentences) == len(SENTENCES) else 0.5
         return REFERENCES[:len(sentences)]
 
     class Spent(keras.callbacks.Callback):  # after the validation, as `budget.TimeBudget` reads it
         def on_epoch_end(self, epoch, logs=None):
-            spent.append((bleu.beam_seconds, bleu.beam_cost))
+            spent.append((bleu.beam_seconds, bleu.beam_cost, bleu.beam_updates, bleu.trace_seconds))
 
     bleu = bleu_validation.BleuValidation(RunDir(str(tmp_path)), SENTENCES, REFERENCES, greedy,
                                           beam_translate=beam, clock=lambda: clock[0])
-    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=4, callbacks=[bleu, Spent()], verbose=0)
-    assert beam_calls == [1, len(SENTENCES)]
-    assert spent == [(0.0, None), (5.5, 2.5), (0.0, 2.5), (0.0, 2.5)]
+    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=9, callbacks=[bleu, Spent()], verbose=0)
+    assert beam_calls == [1, len(SENTENCES), len(SENTENCES), len(SENTENCES)]
+    assert spent == [(0.0, None, None, None), (5.5, 2.5, 2, 0.5), (0.0, 2.5, 2, 0.5),
+                     (4.0, 2.0, 4, 0.5)] + [(0.0, 2.0, 4, 0.5)] * 3 + [(3.0, 1.5, 8, 0.5), (0.0, 1.5, 8, 0.5)]
     assert bleu_validation.BleuValidation(RunDir(str(tmp_path / "b")), SENTENCES, REFERENCES,
                                           greedy).beam_cost is None  # no beam search given: not measured

@@ -290,13 +290,14 @@ def test_a_machine_much_faster_than_probed_still_ends_its_learning_rate_at_zero(
 
 class FakeValidation:
     """What `TimeBudget` reads of a `BleuValidation`: its sentences, its last
-    decode's seconds and their expected figure, and the beam search's cost
-    and what measuring it took (not measured here)."""
+    decode's seconds and their expected figure, and its timing of the beam
+    search (`budget.BEAM_TIMING` and what the last validation spent on it;
+    not measured here)."""
 
     def __init__(self, sentences, decode_seconds):
         self.sentences, self.expected_decode_seconds = ["a sentence"] * sentences, decode_seconds
         self.decode_seconds = decode_seconds
-        self.beam_cost, self.beam_seconds = None, 0.0
+        self.beam_cost, self.beam_updates, self.trace_seconds, self.beam_seconds = None, None, None, 0.0
 
 
 def test_each_validation_is_recorded_with_its_loss_pass_and_its_bleu_decode(tmp_path):
@@ -536,10 +537,11 @@ def test_a_run_within_a_tenth_of_its_probe_keeps_its_plan(tmp_path):
 
 def test_the_beam_search_measured_by_the_validation_prices_the_work_after_training_and_is_kept(tmp_path):
     """From the validation that measured the beam search at 1.6 greedy
-    decodes (without it: BEAM_COST, as the test above), the work after
-    training is priced at 1.6. The 7 s that validation spent timing it are left
-    out of its seconds (later ones will not repeat them), and a resumed run
-    keeps the measurement rather than make it again."""
+    decodes after a trace of 10 s (without them: BEAM_COST and the plan's
+    export, as the test above), the choice and the test are priced at 1.6 and
+    the export at EXPORT_TRACE_COST times 10 s. The 7 s that validation spent
+    timing it are left out of its seconds, and a resumed run keeps the
+    measurement rather than make it again. A run without an export prices none."""
     clock, run_dir = Clock(), RunDir(tmp_path)
     plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, alpha_decodes=3)
     validation = FakeValidation(200, 4.0)
@@ -548,8 +550,10 @@ def test_the_beam_search_measured_by_the_validation_prices_the_work_after_traini
 
     def measured_in_the_second_validation():  # as `BleuValidation` sets them before `TimeBudget` reads them
         made = callback.record["made_updates"]
-        validation.beam_cost, validation.beam_seconds = (1.6, 7.0) if made >= 2 * plan.interval else (None, 0.0)
-        if made > 2 * plan.interval:
+        if made == 2 * plan.interval:
+            validation.beam_cost, validation.beam_updates, validation.trace_seconds = 1.6, made, 10.0
+            validation.beam_seconds = 7.0
+        elif made > 2 * plan.interval:
             validation.beam_seconds = 0.0
     simulate(callback, clock, 1.0, [6.0, 13.0] + [6.0] * 1000, plan.interval,
              after_update=measured_in_the_second_validation)
@@ -557,7 +561,8 @@ def test_the_beam_search_measured_by_the_validation_prices_the_work_after_traini
     units = 3 + 3 * budget.LONG_ALPHA_COST
     assert record["parts"]["choice"]["planned"] == pytest.approx(units * 4.0 * 1.6)
     assert record["parts"]["test"]["planned"] == pytest.approx(1000 / 200 * 4.0 * 1.6 * budget.LONG_ALPHA_COST)
-    assert record["beam_cost"] == 1.6
+    assert record["parts"]["export"]["planned"] == pytest.approx(budget.EXPORT_TRACE_COST * 10.0)
+    assert (record["beam_cost"], record["beam_updates"], record["trace_seconds"]) == (1.6, 2 * plan.interval, 10.0)
     validations = record["validations"]
     assert validations[1] == {"seconds": 6.0, "loss": 0.0, "decode": 4.0, "beam": 7.0}
     assert {v["seconds"] for v in validations} == {6.0} and "beam" not in validations[2]
@@ -567,4 +572,8 @@ def test_the_beam_search_measured_by_the_validation_prices_the_work_after_traini
     again = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=resumed)
     again.set_model(fake_model(record["made_updates"]))
     again.on_train_begin()
-    assert resumed.beam_cost == 1.6 and again.beam_cost() == 1.6
+    assert (resumed.beam_cost, resumed.beam_updates, resumed.trace_seconds) == (1.6, 2 * plan.interval, 10.0)
+    assert again.beam_cost() == 1.6 and again.export_seconds() == pytest.approx(budget.EXPORT_TRACE_COST * 10.0)
+    no_export = budget.TimeBudget(run_dir, 1200.0, dataclasses.replace(plan, export_seconds=0.0), clock=clock,
+                                  validation=resumed)
+    assert no_export.export_seconds() == 0.0
