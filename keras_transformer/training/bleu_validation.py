@@ -26,9 +26,9 @@ that ends the second interval (the first's model is untrained, its outputs
 run to the length limit), after an untimed decode of one sentence that
 traces the search (`trace_seconds`, which prices the export's traces), then
 again whenever the model has made BEAM_RETIME_GROWTH times the updates it
-had at the last timing. `beam_cost`, the beam decode's seconds over the
-greedy one's at the references' length, prices the work after training
-(`budget.TimeBudget.after_training`).
+had at the last timing (the cost moves as the model trains). `beam_cost`,
+the beam decode's seconds over the greedy one's at the references' length,
+prices the work after training (`budget.TimeBudget.after_training`).
 """
 
 import os
@@ -40,12 +40,14 @@ import keras
 from keras_transformer.decoding import evaluation
 from keras_transformer.files import atomic_path
 
-# A half-trained model's beam search runs longer, in greedy decodes, than a
-# trained one's: on LibreOffice at 25 minutes (mixed_bfloat16, 2-core AMD
-# EPYC) the second validation's model took 2.32-2.41 greedy decodes, where the
-# final model's beam decodes took about 1.6. Timing again each time the
-# updates double follows a cost that moves fast early and slowly late, at a
-# handful of decodes (the second interval's model, the fourth's, the eighth's).
+# The beam search's cost in greedy decodes moves as the model trains, and
+# one timing of it is noisy. On LibreOffice at 25 minutes (mixed_bfloat16,
+# 2-core AMD EPYC): on one VM the second validation's model took 2.32-2.41
+# greedy decodes where the final model's choice decodes implied about 1.6; on
+# another, about 2.1 at the second validation (2.35 s against a greedy 1.1)
+# and 2.44 at the fourth, where the choice's decodes implied about 2.1. Timing again each time the updates double keeps the
+# figure the parts are priced at from a recent model, at a handful of
+# decodes (the second interval's model, the fourth's, the eighth's).
 BEAM_RETIME_GROWTH = 2.0
 
 
