@@ -45,9 +45,10 @@ from keras_transformer.files import atomic_path
 # 2-core AMD EPYC): on one VM the second validation's model took 2.32-2.41
 # greedy decodes where the final model's choice decodes implied about 1.6; on
 # another, about 2.1 at the second validation (2.35 s against a greedy 1.1)
-# and 2.44 at the fourth, where the choice's decodes implied about 2.1. Timing again each time the updates double keeps the
-# figure the parts are priced at from a recent model, at a handful of
-# decodes (the second interval's model, the fourth's, the eighth's).
+# and 2.44 at the fourth, where the choice's decodes implied about 2.1.
+# Timing again each time the updates double keeps the figure the parts are
+# priced at from a recent model, at a handful of decodes (the second
+# interval's model, the fourth's, the eighth's).
 BEAM_RETIME_GROWTH = 2.0
 
 
