@@ -205,8 +205,9 @@ class BleuValidation(keras.callbacks.Callback):
 
     def _beam_due(self, updates):
         """Whether the beam search is timed at this validation, of a model of
-        `updates` updates: never timed yet, or the updates grew BEAM_RETIME_GROWTH-fold since."""
-        return self.beam_cost is None or updates >= BEAM_RETIME_GROWTH * (self.beam_updates or 0)
+        `updates` updates: never timed yet (no `beam_updates`), or the updates grew
+        BEAM_RETIME_GROWTH-fold since."""
+        return updates >= BEAM_RETIME_GROWTH * (self.beam_updates or 0)
 
     def _measure_beam_cost(self, updates):
         """`beam_cost` from one beam decode of the sentences; before it, in a
