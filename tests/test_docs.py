@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 from keras_transformer import cli
+from keras_transformer.benchmarks import eole_peer
 from keras_transformer.cli.reference import reference_main
 from keras_transformer.config import RunConfig
 from keras_transformer.decoding import restore
@@ -90,6 +91,7 @@ COMMANDS_RUN_BY = {
     r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ": "test_real_data_commands",
     r"^awk .* > (short|medium)\.(train|test)\.tsv$": "test_real_data_commands",
     r"^python -c \"import random; .* > sample\.train\.tsv$": "test_sample_command",
+    r"^python -c \"import random; d = \{\}; .*everyday\.train\.tsv": "test_everyday_command",
     r"^python scripts/plot_history\.py ": "test_real_data_commands",
     r"^python scripts/export\.py --model-dir runs/numerals_en_de-small --beam-size ": "test_export_command",
     r"^ls keras_transformer/$": "test_the_layout_section_names_every_module_and_folder",
@@ -873,6 +875,33 @@ def test_sample_command(tmp_path):
     assert (checkout / "sample.train.tsv").read_text(encoding="utf-8") == first
 
 
+def test_everyday_command(tmp_path):
+    """The training page's fifth corpus shape: of Tatoeba's pairs (deu.txt,
+    whose newer releases add an attribution column), the sources of at least
+    6 words, each with its first translation, drawn at random but the same on
+    every run: 18,388 for training, 1,000 other ones for the test."""
+    checkout = make_checkout(tmp_path)
+    lines = []
+    for i in range(30000):
+        words = " ".join(["word"] * (3 + i % 6))  # 4-9 words with the number: a third are too short
+        lines.append(f"{words} {i}.\tWort {i}.\tCC-BY 2.0 (France) Attribution: tatoeba.org #{i}\n")
+        if i % 7 == 0:
+            lines.append(f"{words} {i}.\tanders {i}.\tCC-BY 2.0 (France) Attribution: tatoeba.org #{i}\n")
+    (checkout / "deu.txt").write_text("".join(lines), encoding="utf-8")
+    command = docs_command(r"^python -c \"import random; d = ")
+    bash(checkout, command)
+    first = [(checkout / f"everyday.{split}.tsv").read_text(encoding="utf-8") for split in ("train", "test")]
+    train, test = ([line.split("\t") for line in split.splitlines()] for split in first)
+    assert (len(train), len(test)) == (18388, 1000)
+    sources = [source for source, _ in train + test]
+    assert len(set(sources)) == len(sources) and all(len(source.split()) >= 6 for source in sources)
+    assert all(target == f"Wort {source.split()[-1][:-1]}." for source, target in train + test)
+    numbers = [int(source.split()[-1][:-1]) for source in sources[:1000]]
+    assert numbers != sorted(numbers) and max(numbers) > 25000  # drawn from all of the file, not its head
+    bash(checkout, command)
+    assert [(checkout / f"everyday.{split}.tsv").read_text(encoding="utf-8") for split in ("train", "test")] == first
+
+
 EOLE = os.environ.get("KT_TEST_EOLE") or shutil.which("eole")
 
 
@@ -883,7 +912,7 @@ EOLE = os.environ.get("KT_TEST_EOLE") or shutil.which("eole")
 def test_eole_peer_command(tmp_path, small_corpus):
     """The benchmark page's comparison with eole, on 600 built-in pairs and a
     4-minute budget a run (this package once, eole's probe, then its three
-    learning rates): both sides train, translate the same test sentences, and
+    to five learning rates): both sides train, translate the same test sentences, and
     the printed scores and ratios are those of the files; eole's printed
     updates are its chosen checkpoint's, the lowest validation perplexity of
     its runs."""
@@ -913,7 +942,13 @@ def test_eole_peer_command(tmp_path, small_corpus):
         assert sides[name][0] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
         assert sides[name][1] == round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2)
     choice = json.loads((checkout / "runs" / "eole_peer" / "eole" / "choice.json").read_text(encoding="utf-8"))
-    assert len(choice["runs"]) == 3 and choice["compute_dtype"] in ("bf16", "fp32")
+    assert choice["compute_dtype"] in ("bf16", "fp32")
+    # The sweep, then a rate beyond its end for as long as the best rate was at one.
+    factors = [run["factor"] for run in choice["runs"]]
+    sweep = len(eole_peer.LEARNING_RATE_SWEEP)
+    assert tuple(factors[:sweep]) == eole_peer.LEARNING_RATE_SWEEP
+    for done in range(sweep, len(factors) + 1):
+        assert eole_peer.next_rate_factor(choice["runs"][:done]) == (factors[done] if done < len(factors) else None)
     validated = [run for run in choice["runs"] if run["perplexity"] is not None]
     best = min(validated, key=lambda run: run["perplexity"])
     assert sides["eole"][2] == best["chosen"] > 0

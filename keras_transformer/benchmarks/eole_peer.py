@@ -24,7 +24,10 @@ on the same machine:
      linear warm-up then a cosine to zero at `train_steps`, set to the
      updates the probe's speed buys in the budget (`plan_steps`);
    - a learning rate chosen by a sweep: one full-budget run at each of
-     `LEARNING_RATE_SWEEP` times this run's peak rate, and its checkpoint
+     `LEARNING_RATE_SWEEP` times this run's peak rate, and, while the best
+     of them is the lowest or the highest rate tried, one more at half the
+     lowest or twice the highest (`next_rate_factor`, at most
+     `EXTRA_SWEEP_RUNS`), so that the chosen rate is bracketed; its checkpoint
      chosen on its own validation set (this run's validation pairs):
      eole validates and saves `VALIDATIONS` times a run, and the
      checkpoint with the lowest validation perplexity (eole's own
@@ -68,6 +71,10 @@ EOLE_RECIPE = "eole-nlp/eole recipes/wmt17/wmt17_ende_spm.yaml"
 # peak (noam factor 2, warm-up 8,000, width 512) is 9.9e-4; at the small
 # preset's width and a few hundred updates of warm-up this run's is about 3e-3.
 LEARNING_RATE_SWEEP = (0.5, 1.0, 2.0)
+# Runs added beyond the sweep's ends while its best rate is at one of them
+# (`next_rate_factor`): the last run of the command, before these, found its
+# best at the lowest rate tried (docs/benchmarks.md).
+EXTRA_SWEEP_RUNS = 2
 # eole validates (perplexity on the validation pairs) and saves a checkpoint
 # this many times a run, as this package's budget aims to.
 VALIDATIONS = budget.TARGET_INTERVALS
@@ -83,8 +90,8 @@ STEPS_SHARE = 0.93
 MEANINGFUL_BLEU = 5.0
 # What the comparison still does not make equal (printed with the scores).
 UNEQUAL = (
-    "eole's learning rate is the best of three full-budget runs, chosen on its validation set; this package "
-    "trains once",
+    "eole's learning rate is the best of three to five full-budget runs, chosen on its validation set; this "
+    "package trains once",
     "eole's speed probe is not counted in its budget",
     "eole chooses its checkpoint by validation perplexity, this package among its last checkpoint and "
     "averages by validation BLEU",
@@ -335,8 +342,9 @@ def eole_side(config, eole, minutes, work_dir):
     vocabulary and validation pairs of this package's run `config`. Returns
     its `PeerResult` and what it did, also written to choice.json:
     {"compute_dtype", "batch_size", "target_tokens" (eole's per batch in its
-    probe), "ours_target_tokens", "runs": [{"learning_rate", "updates",
-    "chosen", "perplexity", "checkpoint", "train_seconds"}]}."""
+    probe), "ours_target_tokens", "runs": [{"factor" (of this run's peak
+    rate), "learning_rate", "updates", "chosen", "perplexity", "checkpoint",
+    "train_seconds"}]}."""
     os.makedirs(work_dir, exist_ok=True)
 
     def work(name):  # eole runs with absolute paths
@@ -391,7 +399,9 @@ def eole_side(config, eole, minutes, work_dir):
           flush=True)
 
     runs = []
-    for factor in LEARNING_RATE_SWEEP:
+    factors = list(LEARNING_RATE_SWEEP)
+    while factors:
+        factor = factors.pop(0)
         rate = factor * peak
         name = f"lr{factor:g}"
         with open(work(f"{name}.yaml"), "w", encoding="utf-8") as f:
@@ -415,13 +425,19 @@ def eole_side(config, eole, minutes, work_dir):
         perplexities = validation_perplexities(_read(log), valid_steps)
         checkpoint, updates, perplexity = chosen_checkpoint(work(f"{name}/model"), perplexities)
         made = max(checkpoints(work(f"{name}/model")))
-        runs.append({"learning_rate": rate, "updates": made, "chosen": updates, "perplexity": perplexity,
-                     "checkpoint": checkpoint, "train_seconds": train_seconds})
+        runs.append({"factor": factor, "learning_rate": rate, "updates": made, "chosen": updates,
+                     "perplexity": perplexity, "checkpoint": checkpoint, "train_seconds": train_seconds})
         said = "no validation" if perplexity is None else f"validation perplexity {perplexity:.2f}"
         print(f"eole: learning rate {rate:.2e}: {made} updates saved; chosen: update {updates} ({said})",
               flush=True)
+        if not factors:
+            extra = next_rate_factor(runs)
+            if extra is not None:
+                end = "lowest" if extra < factor else "highest"
+                print(f"eole: the best rate so far is the {end} tried; trying {extra:g}x ours", flush=True)
+                factors.append(extra)
 
-    best = min(runs, key=lambda run: math.inf if run["perplexity"] is None else run["perplexity"])
+    best = best_run(runs)
     sentences, references = sources.read_split(config.data, "test")
     write_lines(work("test.src"), sentences)
     log = work("predict.log")
@@ -439,6 +455,28 @@ def eole_side(config, eole, minutes, work_dir):
     with open(work("choice.json"), "w", encoding="utf-8") as f:
         json.dump(details, f, indent=1)
     return PeerResult("eole", scores, best["chosen"], best["train_seconds"]), details
+
+
+def best_run(runs):
+    """The run of `runs` (dicts with "perplexity", None when it never validated) with the lowest perplexity."""
+    return min(runs, key=lambda run: math.inf if run["perplexity"] is None else run["perplexity"])
+
+
+def next_rate_factor(runs):
+    """The next learning rate to try, as a multiple of this package's peak,
+    or None: half the lowest rate tried when the best run (`best_run`) is
+    the lowest-rate one, twice the highest when it is the highest-rate one,
+    None when a lower and a higher rate both did worse or `EXTRA_SWEEP_RUNS`
+    are spent. `runs` hold "factor" and "perplexity"."""
+    if len(runs) >= len(LEARNING_RATE_SWEEP) + EXTRA_SWEEP_RUNS:
+        return None
+    factors = [run["factor"] for run in runs]
+    best = best_run(runs)["factor"]
+    if best == min(factors):
+        return best / 2.0
+    if best == max(factors):
+        return best * 2.0
+    return None
 
 
 def ratio(ours_score, peer_score):

@@ -67,9 +67,10 @@ def _parser():
         "peer", "With --peer-eole, only this comparison runs: this package's default recipe, then eole (OpenNMT's "
         "PyTorch toolkit, in its own virtual environment) at its best on the same split: the same model size, "
         "SentencePiece model, precision where eole has it and target tokens per update, a cosine schedule "
-        "that ends at zero, and the best of three learning rates, each a --time-budget run, with its checkpoint "
-        "chosen on the validation pairs; both scored on --test (docs/benchmarks.md). The command takes about "
-        "four budgets and a few minutes.")
+        "that ends at zero, and the best of three learning rates (up to five: while the best is the lowest or "
+        "highest tried, one beyond it is tried), each a --time-budget run, with its checkpoint chosen on the "
+        "validation pairs; both scored on --test (docs/benchmarks.md). The command takes four to six budgets "
+        "and a few minutes.")
     peer.add_argument("--peer-eole", metavar="EOLE", default=None,
                       help="The `eole` command to compare with, e.g. eole-venv/bin/eole.")
     peer.add_argument("--dataset", help="With --peer-eole: the training corpus, a TSV as train.py takes it.")

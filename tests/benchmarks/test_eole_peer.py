@@ -206,3 +206,27 @@ def test_the_peer_flags_are_checked(capsys, tmp_path):
     for argv, message in cases:
         code, _, err = run_entry_point(cli.benchmark_main, argv, capsys)
         assert code == 2 and message in err, (argv, err)
+
+
+def sweep(*factor_perplexity):
+    return [{"factor": factor, "perplexity": perplexity} for factor, perplexity in factor_perplexity]
+
+
+def test_the_learning_rate_sweep_goes_beyond_an_end_while_the_best_rate_is_there_then_stops():
+    """eole's best rate must be bracketed by worse ones: a best at the lowest
+    rate tried asks for half of it, a best at the highest for twice it, a
+    best inside the sweep ends it, and so does the cap on extra runs. A run
+    that never validated counts as the worst."""
+    assert eole_peer.LEARNING_RATE_SWEEP == (0.5, 1.0, 2.0)
+    # The last run of the command: 54.20, 119.97 and 244.02 at half, once and twice ours.
+    assert eole_peer.next_rate_factor(sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02))) == 0.25
+    assert eole_peer.next_rate_factor(sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02), (0.25, 60.0))) is None
+    assert eole_peer.next_rate_factor(sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02), (0.25, 50.0))) == 0.125
+    assert eole_peer.next_rate_factor(sweep((0.5, 90.0), (1.0, 80.0), (2.0, 70.0))) == 4.0
+    assert eole_peer.next_rate_factor(sweep((0.5, 90.0), (1.0, 60.0), (2.0, 70.0))) is None
+    assert eole_peer.next_rate_factor(sweep((0.5, None), (1.0, 80.0), (2.0, 70.0))) == 4.0
+    # At most EXTRA_SWEEP_RUNS beyond the sweep, wherever the best still is.
+    spent = sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02), (0.25, 50.0), (0.125, 40.0))
+    assert len(spent) == len(eole_peer.LEARNING_RATE_SWEEP) + eole_peer.EXTRA_SWEEP_RUNS
+    assert eole_peer.next_rate_factor(spent) is None
+    assert eole_peer.best_run(spent)["factor"] == 0.125
