@@ -864,7 +864,7 @@ def test_sample_command(tmp_path):
     checkout = make_checkout(tmp_path)
     lines = [f"source {i}\ttarget {i} ü\n" for i in range(6000)]
     (checkout / "libreoffice.train.tsv").write_text("".join(lines), encoding="utf-8")
-    command = docs_command(r"^python -c \"import random; ")
+    command = docs_command(r"^python -c \"import random; lines = ")
     bash(checkout, command)
     first = (checkout / "sample.train.tsv").read_text(encoding="utf-8")
     sample = first.splitlines(keepends=True)
