@@ -1,7 +1,8 @@
 """This package against eole, OpenNMT's PyTorch toolkit, at its best, at the same wall-clock budget on the same split.
 
 `compare(dataset, test, minutes, eole, work_dir)` runs, one after the other
-on the same machine:
+on the same machine (step 1 left out when it is given a finished run of
+this package, `finished_run`):
 
 1. this package: `scripts/train.py --dataset D --test T --time-budget M`
    with no other flag (the recipe chooses; `recipe.train_and_evaluate`),
@@ -19,7 +20,7 @@ on the same machine:
      times its longest side (`batch_type: tokens`), this package on
      buckets, so eole's `batch_size` is scaled until its mean target tokens
      per batch, as its own log reports them in a timed probe
-     (`probe_eole`), equal this run's (`target_tokens_per_batch`);
+     (`probe_eole`), equal this run's (`target_tokens`);
    - a schedule of its own that ends decayed: eole's `cosine` schedule, a
      linear warm-up then a cosine to zero at `train_steps`, set to the
      updates the probe's speed buys in the budget (`plan_steps`);
@@ -82,6 +83,14 @@ VALIDATIONS = budget.TARGET_INTERVALS
 # counted in its budget); it logs every PROBE_REPORT_EVERY updates.
 PROBE_SECONDS = 150.0
 PROBE_REPORT_EVERY = 5
+# A batch_size this far from the first probe's is timed again (`needs_second_probe`): scaled from
+# 4,096 to 5,360 on LibreOffice, the first probe's 0.80 s an update planned 1.05 s where eole made
+# 1.1-1.2, and its run would have ended short of its schedule's end.
+REPROBE_TOLERANCE = 0.1
+# A share of its minutes an eole run may go past them to make its last planned update, so that a
+# slower stretch than its probe timed does not stop it before its schedule's end (a run stopped
+# early keeps a checkpoint with its rate well above zero).
+OVERRUN_SHARE = 0.05
 # Of the time a run has after its start-up, the share planned for updates:
 # the rest covers its validations and checkpoints (eole has no time budget
 # of its own, and a run stopped short of `train_steps` ends undecayed).
@@ -92,7 +101,8 @@ MEANINGFUL_BLEU = 5.0
 UNEQUAL = (
     "eole's learning rate is the best of three to five full-budget runs, chosen on its validation set; this "
     "package trains once",
-    "eole's speed probe is not counted in its budget",
+    f"eole's speed probes are not counted in its budget, and a run may go {OVERRUN_SHARE:.0%} past its minutes to "
+    "make its last update",
     "eole chooses its checkpoint by validation perplexity, this package among its last checkpoint and "
     "averages by validation BLEU",
     "eole's schedule is a cosine to zero, this package's the paper's inverse square root with a linear "
@@ -214,11 +224,24 @@ def matched_batch_size(probe, target_tokens, multiple=8):
     return max(multiple, int(round(size / multiple)) * multiple)
 
 
-def plan_steps(probe, batch_size, seconds):
+def needs_second_probe(probe, batch_size):
+    """Whether eole's `batch_size` is more than REPROBE_TOLERANCE from the
+    `probe`'s, whose speed would then be scaled too far to plan by."""
+    return abs(batch_size / probe.batch_size - 1.0) > REPROBE_TOLERANCE
+
+
+def plan_steps(probe, batch_size, seconds, corpus_tokens):
     """eole's `train_steps` for a run of `seconds` at `batch_size`: its updates
     cost the probe's time scaled by the batch, after its start-up, in
-    STEPS_SHARE of the time (the rest for its validations)."""
-    per_update = probe.seconds_per_update * batch_size / probe.batch_size
+    STEPS_SHARE of the time (the rest for its validations). eole reads and
+    tokenizes its corpus again at each pass (in the training process, its
+    `num_workers` 0 here), as long as its start-up took: each update also
+    costs its share of a pass over the `corpus_tokens` target tokens. On
+    LibreOffice that was 30 s every 160 updates of 1 s, which a probe of
+    150 s never sees."""
+    scale = batch_size / probe.batch_size
+    per_update = (probe.seconds_per_update * scale
+                  + probe.startup_seconds * probe.target_tokens * scale / corpus_tokens)
     steps = int(STEPS_SHARE * (seconds - probe.startup_seconds) / per_update)
     if steps < VALIDATIONS:
         raise ValueError(f"eole would make {max(steps, 0)} updates in {seconds / 60.0:.1f} minutes at "
@@ -241,9 +264,10 @@ def chosen_checkpoint(model_path, perplexities):
     return saved[updates], updates, None
 
 
-def target_tokens_per_batch(config):
-    """Mean target tokens (padding left out) per batch of this package's run
-    `config`: one pass over its training split in its bucketed batches."""
+def target_tokens(config):
+    """(mean per batch, all) target tokens, padding left out, of one pass of
+    this package's run `config` over its training split in its bucketed
+    batches."""
     tokenizer = Tokenizer(RunDir(config.model_dir).vocabulary_path)
     pairs, _ = sources.load_split(config.data, "train")
     batches = pipeline.make_batches(pairs, tokenizer, config.batch_tokens, config.max_length, training=False,
@@ -252,7 +276,7 @@ def target_tokens_per_batch(config):
     for _, target_out in batches.as_numpy_iterator():
         tokens += int((target_out != PAD_ID).sum())
         count += 1
-    return tokens / max(count, 1)
+    return tokens / max(count, 1), tokens
 
 
 def write_lines(path, lines):
@@ -303,12 +327,31 @@ def ours(dataset, test, minutes, model_dir):
     from keras_transformer.training import recipe  # noqa: PLC0415  (the benchmark's top layer)
 
     config = RunConfig(dataset=dataset, test=test, time_budget=str(minutes), model_dir=model_dir, export_dir="")
-    result = recipe.train_and_evaluate(config, fixed={"dataset", "test", "time_budget", "model_dir", "export_dir"})
+    recipe.train_and_evaluate(config, fixed={"dataset", "test", "time_budget", "model_dir", "export_dir"})
+    result, config, _ = finished_run(model_dir)
+    return result, config
+
+
+def finished_run(model_dir):
+    """This package's side from a run that `train.py --time-budget M --test T`
+    finished in `model_dir`: its test translations scored against the test
+    references, its updates and training seconds. Returns (PeerResult, its
+    RunConfig, its budget's minutes as text). ValueError, naming what is missing, if
+    the run had no time budget or did not translate its test split."""
     run_dir = RunDir(model_dir)
+    config = run_dir.load_config()
     budget = run_dir.read_budget()
-    scores = {k: result[k] for k in ("bleu", "chrf", "exact_match", "bleu_signature", "chrf_signature")}
-    return PeerResult("keras_transformer", scores, budget["made_updates"], budget["spent_seconds"]), \
-        run_dir.load_config()
+    if budget is None or "made_updates" not in budget:
+        raise ValueError(f"{run_dir.budget_path!r} does not record a finished --time-budget run; the comparison "
+                         "gives eole the budget of such a run.")
+    hypotheses_path = run_dir.hypotheses_path("test")
+    if not config.test or not os.path.exists(hypotheses_path):
+        raise ValueError(f"{hypotheses_path!r} does not exist; the run must have translated a test split "
+                         "(train.py --test).")
+    _, references = sources.read_split(config.data, "test")
+    scores = evaluation.score(read_lines(hypotheses_path), references)
+    return (PeerResult("keras_transformer", scores, budget["made_updates"], budget["spent_seconds"]), config,
+            f"{budget['budget_minutes']:g}")
 
 
 def _read(path):
@@ -337,9 +380,10 @@ def probe_eole(eole, settings, config_path, log, compute_dtype):
         raise ValueError(f"{error} See {log}.") from None
 
 
-def eole_side(config, eole, minutes, work_dir):
+def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
     """eole at its best (the module's docstring) on the training split,
-    vocabulary and validation pairs of this package's run `config`. Returns
+    vocabulary and validation pairs of this package's run `config`, its
+    sweep starting at `rates` times this run's peak rate. Returns
     its `PeerResult` and what it did, also written to choice.json:
     {"compute_dtype", "batch_size", "target_tokens" (eole's per batch in its
     probe), "ours_target_tokens", "runs": [{"factor" (of this run's peak
@@ -389,9 +433,13 @@ def eole_side(config, eole, minutes, work_dir):
             raise
         print(f"eole: its bfloat16 failed on this machine ({error}); float32 instead", flush=True)
         probe = probe_eole(eole, probe_settings, work("probe.yaml"), work("probe_fp32.log"), "fp32")
-    ours_tokens = target_tokens_per_batch(config)
+    ours_tokens, corpus_tokens = target_tokens(config)
     batch_size = matched_batch_size(probe, ours_tokens)
-    steps = plan_steps(probe, batch_size, budget_seconds - vocab_seconds)
+    if needs_second_probe(probe, batch_size):
+        print(f"eole: timing {PROBE_SECONDS:.0f} s more at batch_size {batch_size} (not counted)", flush=True)
+        probe_settings["training"]["batch_size"] = batch_size
+        probe = probe_eole(eole, probe_settings, work("probe.yaml"), work("probe_matched.log"), probe.compute_dtype)
+    steps = plan_steps(probe, batch_size, budget_seconds - vocab_seconds, corpus_tokens)
     valid_steps = max(1, steps // VALIDATIONS)
     print(f"eole: {probe.compute_dtype}, {probe.seconds_per_update:.2f} s an update at batch_size "
           f"{probe.batch_size} ({probe.target_tokens:,.0f} target tokens a batch, ours {ours_tokens:,.0f}): "
@@ -399,7 +447,7 @@ def eole_side(config, eole, minutes, work_dir):
           flush=True)
 
     runs = []
-    factors = list(LEARNING_RATE_SWEEP)
+    factors = list(rates)
     while factors:
         factor = factors.pop(0)
         rate = factor * peak
@@ -419,8 +467,8 @@ def eole_side(config, eole, minutes, work_dir):
             print(f"eole: training, {made}, {seconds_left / 60.0:.1f} minutes left", flush=True)
 
         run_start = time.monotonic()
-        run_until([eole, "train", "--config", work(f"{name}.yaml")], run_start + budget_seconds - vocab_seconds,
-                  log, report=progress)
+        run_until([eole, "train", "--config", work(f"{name}.yaml")],
+                  run_start + (1.0 + OVERRUN_SHARE) * (budget_seconds - vocab_seconds), log, report=progress)
         train_seconds = vocab_seconds + time.monotonic() - run_start
         perplexities = validation_perplexities(_read(log), valid_steps)
         checkpoint, updates, perplexity = chosen_checkpoint(work(f"{name}/model"), perplexities)
@@ -431,7 +479,7 @@ def eole_side(config, eole, minutes, work_dir):
         print(f"eole: learning rate {rate:.2e}: {made} updates saved; chosen: update {updates} ({said})",
               flush=True)
         if not factors:
-            extra = next_rate_factor(runs)
+            extra = next_rate_factor(runs, rates)
             if extra is not None:
                 end = "lowest" if extra < factor else "highest"
                 print(f"eole: the best rate so far is the {end} tried; trying {extra:g}x ours", flush=True)
@@ -462,13 +510,14 @@ def best_run(runs):
     return min(runs, key=lambda run: math.inf if run["perplexity"] is None else run["perplexity"])
 
 
-def next_rate_factor(runs):
-    """The next learning rate to try, as a multiple of this package's peak,
-    or None: half the lowest rate tried when the best run (`best_run`) is
-    the lowest-rate one, twice the highest when it is the highest-rate one,
-    None when a lower and a higher rate both did worse or `EXTRA_SWEEP_RUNS`
-    are spent. `runs` hold "factor" and "perplexity"."""
-    if len(runs) >= len(LEARNING_RATE_SWEEP) + EXTRA_SWEEP_RUNS:
+def next_rate_factor(runs, rates=LEARNING_RATE_SWEEP):
+    """The next learning rate to try after a sweep that started at `rates`,
+    as a multiple of this package's peak, or None: half the lowest rate
+    tried when the best run (`best_run`) is the lowest-rate one, twice the
+    highest when it is the highest-rate one, None when a lower and a higher
+    rate both did worse or `EXTRA_SWEEP_RUNS` beyond `rates` are spent.
+    `runs` hold "factor" and "perplexity"."""
+    if len(runs) >= len(rates) + EXTRA_SWEEP_RUNS:
         return None
     factors = [run["factor"] for run in runs]
     best = best_run(runs)["factor"]
@@ -486,16 +535,24 @@ def ratio(ours_score, peer_score):
     return f"{ours_score / peer_score:.2f}x"
 
 
-def compare(dataset, test, minutes, eole, work_dir):
+def compare(dataset, test, minutes, eole, work_dir, rates=LEARNING_RATE_SWEEP, ours_dir=None):
     """Both sides at `minutes`, in `work_dir` (this package's run in `ours`,
-    eole's in `eole`). Prints and returns (ours, eole) `PeerResult`s."""
-    mine, config = ours(dataset, test, minutes, os.path.join(work_dir, "ours"))
-    peer, details = eole_side(config, eole, minutes, os.path.join(work_dir, "eole"))
-    rates = ", ".join(f"{run['learning_rate']:.2e}" for run in details["runs"])
+    eole's in `eole`), eole's sweep starting at `rates`. With `ours_dir`,
+    this package's side is the run finished there (`finished_run`), and
+    `dataset`, `test` and `minutes` are its own. Prints and returns (ours,
+    eole) `PeerResult`s."""
+    if ours_dir is None:
+        mine, config = ours(dataset, test, minutes, os.path.join(work_dir, "ours"))
+    else:
+        mine, config, minutes = finished_run(ours_dir)
+        print(f"keras_transformer: the run in {ours_dir} ({minutes} minutes, {mine.updates:,} updates), "
+              f"test sacreBLEU {mine.scores['bleu']:.2f} from its translations", flush=True)
+    peer, details = eole_side(config, eole, minutes, os.path.join(work_dir, "eole"), rates)
+    tried = ", ".join(f"{run['learning_rate']:.2e}" for run in details["runs"])
     print(f"\nSame split, {config.preset} preset size, {config.vocab_size}-piece SentencePiece model, "
           f"{minutes} minutes a run. eole ({EOLE_RECIPE}'s settings): {details['compute_dtype']}, batch_size "
           f"{details['batch_size']} for this run's {details['ours_target_tokens']:,.0f} target tokens a batch, "
-          f"warm-up {config.warmup_steps} then a cosine to zero, learning rates {rates}, its checkpoint chosen "
+          f"warm-up {config.warmup_steps} then a cosine to zero, learning rates {tried}, its checkpoint chosen "
           f"by validation perplexity:")
     for side in (mine, peer):
         print(f"peer {side.name:<17s} test sacreBLEU {side.scores['bleu']:6.2f}  chrF {side.scores['chrf']:6.2f}  "

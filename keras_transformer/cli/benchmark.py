@@ -1,5 +1,6 @@
 """`scripts/benchmark.py`."""
 
+import argparse
 import os
 import shutil
 import tempfile
@@ -8,6 +9,7 @@ from keras_transformer.config import BATCH_TOKENS, RunConfig
 from keras_transformer.run_dir import default_model_dir
 from keras_transformer.modeling import presets
 from keras_transformer.cli.common import make_parser
+from keras_transformer.benchmarks import eole_peer
 
 
 def _parser():
@@ -75,9 +77,17 @@ def _parser():
                       help="The `eole` command to compare with, e.g. eole-venv/bin/eole.")
     peer.add_argument("--dataset", help="With --peer-eole: the training corpus, a TSV as train.py takes it.")
     peer.add_argument("--test", help="With --peer-eole: the test TSV both sides are scored on.")
-    peer.add_argument("--time-budget", default="25",
-                      help="With --peer-eole: minutes of each run (25, 90m, 1.5h); this package's budget "
-                      "also covers its model choice, and each of eole's its share of build_vocab.")
+    peer.add_argument("--time-budget", default=argparse.SUPPRESS,  # absent unless given: --peer-ours refuses it
+                      help="With --peer-eole: minutes of each run (25, 90m, 1.5h; default 25); this package's "
+                      "budget also covers its model choice, and each of eole's its share of build_vocab.")
+    peer.add_argument("--peer-rates", default=",".join(f"{f:g}" for f in eole_peer.LEARNING_RATE_SWEEP), metavar="F,F,...",
+                      help="With --peer-eole: eole's learning rates to try first, as multiples of this package's "
+                      "peak rate (default %(default)s); while the best is the lowest or the highest tried, up to "
+                      f"{eole_peer.EXTRA_SWEEP_RUNS} more are tried beyond it.")
+    peer.add_argument("--peer-ours", default=None, metavar="MODEL_DIR",
+                      help="With --peer-eole: compare with this package's run already finished in MODEL_DIR "
+                      "(by train.py --time-budget M --test T) instead of training one; eole gets its split, "
+                      "SentencePiece model and budget, so --dataset, --test and --time-budget are not given.")
     peer.add_argument("--peer-dir", default="runs/eole_peer",
                       help="With --peer-eole: where both runs go (ours/ and eole/ in it); it must not hold a run.")
     return parser
@@ -87,28 +97,54 @@ def _peer_main(parser, args):
     """--peer-eole: this package against eole at the same budget."""
     from keras_transformer.config import parse_minutes  # noqa: PLC0415
 
-    for name in ("dataset", "test"):
-        if not getattr(args, name):
-            parser.error(f"--peer-eole needs --{name}.")
-        if not os.path.exists(getattr(args, name)):
-            parser.error(f"--{name} {getattr(args, name)!r} does not exist.")
+    if args.peer_ours is not None:
+        for name in ("dataset", "test", "time_budget"):
+            if getattr(args, name, None) is not None:
+                parser.error(f"--peer-ours takes the run's own --{name.replace('_', '-')}; leave "
+                             f"--{name.replace('_', '-')} out.")
+        if not os.path.isdir(args.peer_ours):
+            parser.error(f"--peer-ours {args.peer_ours!r} is not a folder.")
+    else:
+        for name in ("dataset", "test"):
+            if not getattr(args, name):
+                parser.error(f"--peer-eole needs --{name}.")
+            if not os.path.exists(getattr(args, name)):
+                parser.error(f"--{name} {getattr(args, name)!r} does not exist.")
+    try:
+        rates = _rates(args.peer_rates)
+    except ValueError as error:
+        parser.error(str(error))
     eole = shutil.which(args.peer_eole)
     if eole is None:
         parser.error(f"--peer-eole {args.peer_eole!r} is not an executable eole command; install it with "
                      "`python -m venv eole-venv && eole-venv/bin/pip install torch==2.13.0 eole==0.6.4 aiohttp`.")
-    try:
-        parse_minutes(args.time_budget)
-    except ValueError as error:
-        parser.error(str(error))
+    if args.peer_ours is None:
+        args.time_budget = getattr(args, "time_budget", "25")
+        try:
+            parse_minutes(args.time_budget)
+        except ValueError as error:
+            parser.error(str(error))
     if os.path.exists(args.peer_dir) and os.listdir(args.peer_dir):
         parser.error(f"--peer-dir {args.peer_dir!r} already holds a run; give an empty or new folder.")
-    from keras_transformer.benchmarks import eole_peer  # noqa: PLC0415
 
     try:
-        eole_peer.compare(args.dataset, args.test, args.time_budget, os.path.abspath(eole), args.peer_dir)
+        eole_peer.compare(args.dataset, args.test, args.time_budget, os.path.abspath(eole), args.peer_dir, rates,
+                          args.peer_ours)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"benchmark.py: error: {error}\n")
     return 0
+
+
+def _rates(text):
+    """--peer-rates as a tuple of positive, distinct factors; ValueError naming the value otherwise."""
+    try:
+        rates = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        rates = ()
+    if not rates or min(rates) <= 0 or len(set(rates)) < len(rates):
+        raise ValueError(f"--peer-rates {text!r} must be distinct positive numbers separated by commas, e.g. "
+                         "0.5,1,2.")
+    return rates
 
 
 def _main_job_run():

@@ -2,6 +2,7 @@
 The whole comparison, eole included, is tests/test_docs.py's test_eole_peer_command."""
 
 import json
+import math
 import os
 import sys
 import time
@@ -109,9 +110,24 @@ def test_eoles_batch_is_scaled_to_this_runs_target_tokens_and_its_steps_to_the_t
     assert eole_peer.matched_batch_size(probe, 1000.0) % 8 == 0
     assert eole_peer.matched_batch_size(probe, 1000.0) == pytest.approx(4096 * 1000 / 1725, abs=4)
     seconds = 30.0 + 2.0 * 500 / eole_peer.STEPS_SHARE  # start-up, then 500 updates of 2 s and their validations
-    assert eole_peer.plan_steps(probe, 8192, seconds) == 500
+    assert eole_peer.plan_steps(probe, 8192, seconds, math.inf) == 500  # a corpus it never passes over again
     with pytest.raises(ValueError, match="eole would make 2 updates in 0.6 minutes at 2.00 s each"):
-        eole_peer.plan_steps(probe, 8192, 30.0 + 2.0 * 2.5 / eole_peer.STEPS_SHARE)
+        eole_peer.plan_steps(probe, 8192, 30.0 + 2.0 * 2.5 / eole_peer.STEPS_SHARE, math.inf)
+    # A corpus of 34,500 target tokens: a pass every 10 updates of 3,450, each read again in the 30 s of
+    # the start-up, so 3 s more an update.
+    seconds = 30.0 + 5.0 * 500 / eole_peer.STEPS_SHARE
+    assert eole_peer.plan_steps(probe, 8192, seconds + 1e-6, 34500.0) == 500
+    assert eole_peer.plan_steps(probe, 8192, seconds - 5.0 / eole_peer.STEPS_SHARE, 34500.0) == 499
+
+
+def test_a_batch_size_far_from_the_probes_is_timed_again():
+    """Scaled from 4,096 to 5,360 on LibreOffice, the probe's speed planned
+    1.05 s an update where eole made 1.1-1.2: beyond REPROBE_TOLERANCE
+    (10%) of the probe's batch_size, eole is timed again at its own."""
+    probe = eole_peer.EoleProbe("bf16", 4096, seconds_per_update=0.80, startup_seconds=30.0, target_tokens=2967.0)
+    assert eole_peer.REPROBE_TOLERANCE == 0.1
+    assert not eole_peer.needs_second_probe(probe, 4096) and not eole_peer.needs_second_probe(probe, 4504)
+    assert eole_peer.needs_second_probe(probe, 5360) and eole_peer.needs_second_probe(probe, 3600)
 
 
 def test_the_checkpoint_with_the_lowest_validation_perplexity_is_chosen(tmp_path):
@@ -135,7 +151,7 @@ def test_ratios_are_printed_to_two_places_and_none_over_a_zero():
     assert eole_peer.ratio(21.54, 0.0) == "undefined (eole: 0)"
 
 
-def test_this_runs_target_tokens_per_batch_are_counted_without_padding(tmp_path, tokenizer_path, small_corpus):
+def test_this_runs_target_tokens_are_counted_without_padding(tmp_path, tokenizer_path, small_corpus):
     """Against a count of the same pipeline's batches done here."""
     import shutil
 
@@ -153,9 +169,9 @@ def test_this_runs_target_tokens_per_batch_are_counted_without_padding(tmp_path,
     pairs, _ = sources.load_split(config.data, "train")
     batches = list(pipeline.make_batches(pairs, Tokenizer(str(tokenizer_path)), 512, 64, training=False,
                                          drop_remainder=True).as_numpy_iterator())
-    expected = np.mean([(target != 0).sum() for _, target in batches])
-    assert len(batches) > 5 and 0 < expected < 512
-    assert eole_peer.target_tokens_per_batch(config) == pytest.approx(expected)
+    counts = [(target != 0).sum() for _, target in batches]
+    assert len(batches) > 5 and 0 < np.mean(counts) < 512
+    assert eole_peer.target_tokens(config) == (pytest.approx(np.mean(counts)), sum(counts))
 
 
 def test_run_until_stops_a_command_at_its_deadline_and_lets_a_quick_one_end(tmp_path):
@@ -203,9 +219,51 @@ def test_the_peer_flags_are_checked(capsys, tmp_path):
         (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--peer-dir", str(tmp_path)],
          "already holds a run"),
     ]
+    run = tmp_path / "run"
+    run.mkdir()
+    cases += [
+        (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--peer-rates", "0.5,0,2"],
+         "--peer-rates '0.5,0,2' must be distinct positive numbers separated by commas"),
+        (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--peer-rates", "1,half"],
+         "--peer-rates '1,half' must be"),
+        (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--peer-rates", "1,1"],
+         "--peer-rates '1,1' must be"),
+        (["--peer-eole", str(eole), "--peer-ours", str(run), "--dataset", train],
+         "--peer-ours takes the run's own --dataset; leave --dataset out."),
+        (["--peer-eole", str(eole), "--peer-ours", str(run), "--time-budget", "25"],
+         "--peer-ours takes the run's own --time-budget"),
+        (["--peer-eole", str(eole), "--peer-ours", str(tmp_path / "none")], "is not a folder."),
+    ]
     for argv, message in cases:
         code, _, err = run_entry_point(cli.benchmark_main, argv, capsys)
         assert code == 2 and message in err, (argv, err)
+
+
+def test_a_finished_run_is_this_packages_side_scored_from_its_test_translations(tmp_path):
+    """`--peer-ours`: the run's test translations against its own test split's
+    references, its updates, training seconds and budget; a run without a
+    budget or without test translations is refused, naming the file."""
+    from keras_transformer.decoding import evaluation
+    from keras_transformer.run_dir import RunDir
+
+    test_pairs = [("One.", "Eins."), ("Two cats.", "Zwei Katzen."), ("Three dogs run.", "Drei Hunde laufen.")]
+    config = RunConfig(dataset=write_tsv(tmp_path / "train.tsv", [("a", "b")] * 20),
+                       test=write_tsv(tmp_path / "test.tsv", test_pairs), time_budget="12.5",
+                       model_dir=str(tmp_path / "run"))
+    run_dir = RunDir(config.model_dir)
+    run_dir.save_config(config)
+    with pytest.raises(ValueError, match=r"budget\.json.*does not record a finished --time-budget run"):
+        eole_peer.finished_run(config.model_dir)
+    run_dir.write_budget({"budget_minutes": 12.5, "made_updates": 321, "spent_seconds": 700.5})
+    with pytest.raises(ValueError, match=r"test\.hypotheses\.txt.*does not exist; the run must have translated"):
+        eole_peer.finished_run(config.model_dir)
+    hypotheses = ["Eins.", "Zwei Hunde.", "Drei Hunde laufen."]
+    eole_peer.write_lines(run_dir.hypotheses_path("test"), hypotheses)
+    side, loaded, minutes = eole_peer.finished_run(config.model_dir)
+    assert side == eole_peer.PeerResult("keras_transformer", evaluation.score(hypotheses, [t for _, t in test_pairs]),
+                                        321, 700.5)
+    assert side.scores["exact_match"] == pytest.approx(200 / 3)
+    assert loaded == config and minutes == "12.5"
 
 
 def sweep(*factor_perplexity):
@@ -230,3 +288,9 @@ def test_the_learning_rate_sweep_goes_beyond_an_end_while_the_best_rate_is_there
     assert len(spent) == len(eole_peer.LEARNING_RATE_SWEEP) + eole_peer.EXTRA_SWEEP_RUNS
     assert eole_peer.next_rate_factor(spent) is None
     assert eole_peer.best_run(spent)["factor"] == 0.125
+    # A sweep started elsewhere (--peer-rates) brackets the same way, its cap counted from its own start.
+    assert eole_peer.next_rate_factor(sweep((0.25, 40.0)), (0.25,)) == 0.125
+    assert eole_peer.next_rate_factor(sweep((0.25, 40.0), (0.125, 45.0)), (0.25, 0.125)) == 0.5
+    assert eole_peer.next_rate_factor(sweep((0.25, 40.0), (0.125, 35.0), (0.0625, 30.0)), (0.25, 0.125)) == 0.03125
+    assert eole_peer.next_rate_factor(sweep((0.25, 40.0), (0.125, 35.0), (0.0625, 30.0), (0.03125, 29.0)),
+                                      (0.25, 0.125)) is None
