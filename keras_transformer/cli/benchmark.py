@@ -128,8 +128,8 @@ def _peer_main(parser, args):
         parser.error(f"--peer-dir {args.peer_dir!r} already holds a run; give an empty or new folder.")
 
     try:
-        eole_peer.compare(args.dataset, args.test, args.time_budget, os.path.abspath(eole), args.peer_dir, rates,
-                          args.peer_ours)
+        eole_peer.compare(args.dataset, args.test, getattr(args, "time_budget", None), os.path.abspath(eole),
+                          args.peer_dir, rates, args.peer_ours)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"benchmark.py: error: {error}\n")
     return 0

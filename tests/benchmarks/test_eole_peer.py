@@ -266,6 +266,48 @@ def test_a_finished_run_is_this_packages_side_scored_from_its_test_translations(
     assert loaded == config and minutes == "12.5"
 
 
+
+def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(capsys, tmp_path):
+    """`benchmark.py --peer-eole EOLE --peer-ours RUN` (no --dataset, --test
+    or --time-budget: the run's own) scores the run's test translations,
+    writes eole's split from the run's training pairs and calls eole's
+    build_vocab on it; an eole that fails there ends the command with its
+    exit code named."""
+    from keras_transformer import cli
+    from keras_transformer.decoding import evaluation
+    from keras_transformer.run_dir import RunDir
+
+    train_pairs = [(f"Line {i}.", f"Zeile {i}.") for i in range(40)]
+    test_pairs = [("One.", "Eins."), ("Two cats.", "Zwei Katzen.")]
+    config = RunConfig(dataset=write_tsv(tmp_path / "train.tsv", train_pairs),
+                       test=write_tsv(tmp_path / "test.tsv", test_pairs), time_budget="12.5",
+                       model_dir=str(tmp_path / "run"))
+    run_dir = RunDir(config.model_dir)
+    run_dir.save_config(config)
+    run_dir.write_budget({"budget_minutes": 12.5, "made_updates": 321, "spent_seconds": 700.5})
+    eole_peer.write_lines(run_dir.hypotheses_path("test"), ["Eins.", "Zwei Hunde."])
+    calls = tmp_path / "calls.txt"
+    eole = tmp_path / "eole"
+    eole.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit 3\n')
+    eole.chmod(0o755)
+    peer_dir = tmp_path / "peer"
+    code, out, err = run_entry_point(cli.benchmark_main, ["--peer-eole", str(eole), "--peer-ours", config.model_dir,
+                                                          "--peer-dir", str(peer_dir)], capsys)
+    bleu = evaluation.score(["Eins.", "Zwei Hunde."], ["Eins.", "Zwei Katzen."])["bleu"]
+    assert f"the run in {config.model_dir} (12.5 minutes, 321 updates), test sacreBLEU {bleu:.2f}" in out
+    assert code == 1 and "eole build_vocab failed (3)" in err
+    work = peer_dir / "eole"
+    assert calls.read_text().split() == ["build_vocab", "--config", str(work / "config.yaml"), "--n_sample", "-1"]
+    validation = set(zip(eole_peer.read_lines(work / "valid.src"), eole_peer.read_lines(work / "valid.tgt")))
+    training = list(zip(eole_peer.read_lines(work / "train.src"), eole_peer.read_lines(work / "train.tgt")))
+    assert validation and not validation & set(training)  # the run's own split, its validation pairs held out
+    assert sorted(training + sorted(validation)) == sorted(train_pairs)
+    settings = json.loads((work / "config.yaml").read_text(encoding="utf-8"))
+    assert settings["src_vocab_size"] == config.vocab_size
+    assert settings["transforms_configs"]["sentencepiece"]["src_subword_model"] == os.path.abspath(
+        run_dir.vocabulary_path)
+
+
 def sweep(*factor_perplexity):
     return [{"factor": factor, "perplexity": perplexity} for factor, perplexity in factor_perplexity]
 
