@@ -130,6 +130,28 @@ def test_a_batch_size_far_from_the_probes_is_timed_again():
     assert eole_peer.needs_second_probe(probe, 5360) and eole_peer.needs_second_probe(probe, 3600)
 
 
+
+def test_a_batch_timed_again_is_matched_again_on_what_that_probe_measured():
+    """On LibreOffice, 2,048 gave batches of 1,640 target tokens, so 2,408 was
+    asked for this run's 1,928; timed at 2,408, eole's batches held 1,851:
+    the size is matched again on that probe (2,512), which then plans the
+    run. A size within REPROBE_TOLERANCE of the first probe's is not timed
+    again."""
+    first = eole_peer.EoleProbe("bf16", 2048, seconds_per_update=0.80, startup_seconds=30.0, target_tokens=1640.0)
+    asked = []
+
+    def reprobe(batch_size):
+        asked.append(batch_size)
+        return eole_peer.EoleProbe("bf16", batch_size, seconds_per_update=0.98, startup_seconds=31.0,
+                                   target_tokens=1851.0)
+
+    batch_size, probe = eole_peer.matched_batch(first, 1928.0, reprobe)
+    assert asked == [eole_peer.matched_batch_size(first, 1928.0)] == [2408]
+    assert batch_size == 2512 == eole_peer.matched_batch_size(probe, 1928.0)
+    assert probe == reprobe(2408)
+    assert eole_peer.matched_batch(first, 1700.0, reprobe) == (eole_peer.matched_batch_size(first, 1700.0), first)
+    assert len(asked) == 2  # the last call was this test's own
+
 def test_the_checkpoint_with_the_lowest_validation_perplexity_is_chosen(tmp_path):
     model = tmp_path / "model"
     with pytest.raises(ValueError, match="no checkpoint in .*model.*train.log"):
