@@ -69,13 +69,15 @@ from keras_transformer.training.optimization import TransformerSchedule
 
 EOLE_RECIPE = "eole-nlp/eole recipes/wmt17/wmt17_ende_spm.yaml"
 # eole's peak learning rates tried, as multiples of this package's run's peak
-# (`peak_learning_rate`): half, the same and twice. The WMT17 recipe's own
+# (`peak_learning_rate`): a quarter, half and the same. The WMT17 recipe's own
 # peak (noam factor 2, warm-up 8,000, width 512) is 9.9e-4; at the small
 # preset's width and a few hundred updates of warm-up this run's is about 3e-3.
-LEARNING_RATE_SWEEP = (0.5, 1.0, 2.0)
+# On LibreOffice at 25 minutes eole's best was half ours of half, once and
+# twice (perplexity 54.20, 119.97, 244.02), then a quarter of a quarter, half,
+# once and an eighth (99.89, 103.83, 149.22, 173.24; docs/benchmarks.md).
+LEARNING_RATE_SWEEP = (0.25, 0.5, 1.0)
 # Runs added beyond the sweep's ends while its best rate is at one of them
-# (`next_rate_factor`): the last run of the command, before these, found its
-# best at the lowest rate tried (docs/benchmarks.md).
+# (`next_rate_factor`), so that a worse rate lies on each side of the chosen one.
 EXTRA_SWEEP_RUNS = 2
 # eole validates (perplexity on the validation pairs) and saves a checkpoint
 # this many times a run, as this package's budget aims to.

@@ -143,7 +143,7 @@ def _rates(text):
         rates = ()
     if not rates or min(rates) <= 0 or len(set(rates)) < len(rates):
         raise ValueError(f"--peer-rates {text!r} must be distinct positive numbers separated by commas, e.g. "
-                         "0.5,1,2.")
+                         "0.25,0.5,1.")
     return rates
 
 

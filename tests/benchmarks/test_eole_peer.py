@@ -339,19 +339,20 @@ def test_the_learning_rate_sweep_goes_beyond_an_end_while_the_best_rate_is_there
     rate tried asks for half of it, a best at the highest for twice it, a
     best inside the sweep ends it, and so does the cap on extra runs. A run
     that never validated counts as the worst."""
-    assert eole_peer.LEARNING_RATE_SWEEP == (0.5, 1.0, 2.0)
-    # The last run of the command: 54.20, 119.97 and 244.02 at half, once and twice ours.
-    assert eole_peer.next_rate_factor(sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02))) == 0.25
-    assert eole_peer.next_rate_factor(sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02), (0.25, 60.0))) is None
-    assert eole_peer.next_rate_factor(sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02), (0.25, 50.0))) == 0.125
-    assert eole_peer.next_rate_factor(sweep((0.5, 90.0), (1.0, 80.0), (2.0, 70.0))) == 4.0
-    assert eole_peer.next_rate_factor(sweep((0.5, 90.0), (1.0, 60.0), (2.0, 70.0))) is None
-    assert eole_peer.next_rate_factor(sweep((0.5, None), (1.0, 80.0), (2.0, 70.0))) == 4.0
+    assert eole_peer.LEARNING_RATE_SWEEP == (0.25, 0.5, 1.0)
+    # The last run of the command: 99.89, 103.83 and 149.22 at a quarter, half and once ours, then
+    # 173.24 at an eighth.
+    assert eole_peer.next_rate_factor(sweep((0.25, 99.89), (0.5, 103.83), (1.0, 149.22))) == 0.125
+    assert eole_peer.next_rate_factor(sweep((0.25, 99.89), (0.5, 103.83), (1.0, 149.22), (0.125, 173.24))) is None
+    assert eole_peer.next_rate_factor(sweep((0.25, 99.89), (0.5, 103.83), (1.0, 149.22), (0.125, 90.0))) == 0.0625
+    assert eole_peer.next_rate_factor(sweep((0.25, 90.0), (0.5, 80.0), (1.0, 70.0))) == 2.0
+    assert eole_peer.next_rate_factor(sweep((0.25, 90.0), (0.5, 60.0), (1.0, 70.0))) is None
+    assert eole_peer.next_rate_factor(sweep((0.25, None), (0.5, 80.0), (1.0, 70.0))) == 2.0
     # At most EXTRA_SWEEP_RUNS beyond the sweep, wherever the best still is.
-    spent = sweep((0.5, 54.20), (1.0, 119.97), (2.0, 244.02), (0.25, 50.0), (0.125, 40.0))
+    spent = sweep((0.25, 99.89), (0.5, 103.83), (1.0, 149.22), (0.125, 90.0), (0.0625, 80.0))
     assert len(spent) == len(eole_peer.LEARNING_RATE_SWEEP) + eole_peer.EXTRA_SWEEP_RUNS
     assert eole_peer.next_rate_factor(spent) is None
-    assert eole_peer.best_run(spent)["factor"] == 0.125
+    assert eole_peer.best_run(spent)["factor"] == 0.0625
     # A sweep started elsewhere (--peer-rates) brackets the same way, its cap counted from its own start.
     assert eole_peer.next_rate_factor(sweep((0.25, 40.0)), (0.25,)) == 0.125
     assert eole_peer.next_rate_factor(sweep((0.25, 40.0), (0.125, 45.0)), (0.25, 0.125)) == 0.5
