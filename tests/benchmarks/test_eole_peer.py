@@ -130,7 +130,6 @@ def test_a_batch_size_far_from_the_probes_is_timed_again():
     assert eole_peer.needs_second_probe(probe, 5360) and eole_peer.needs_second_probe(probe, 3600)
 
 
-
 def test_a_batch_timed_again_is_matched_again_on_what_that_probe_measured():
     """On LibreOffice, 2,048 gave batches of 1,640 target tokens, so 2,408 was
     asked for this run's 1,928; timed at 2,408, eole's batches held 1,851:
@@ -148,9 +147,11 @@ def test_a_batch_timed_again_is_matched_again_on_what_that_probe_measured():
     batch_size, probe = eole_peer.matched_batch(first, 1928.0, reprobe)
     assert asked == [eole_peer.matched_batch_size(first, 1928.0)] == [2408]
     assert batch_size == 2512 == eole_peer.matched_batch_size(probe, 1928.0)
-    assert probe == reprobe(2408)
+    assert probe == eole_peer.EoleProbe("bf16", 2408, seconds_per_update=0.98, startup_seconds=31.0,
+                                        target_tokens=1851.0)
     assert eole_peer.matched_batch(first, 1700.0, reprobe) == (eole_peer.matched_batch_size(first, 1700.0), first)
-    assert len(asked) == 2  # the last call was this test's own
+    assert asked == [2408]  # 2,120 is within REPROBE_TOLERANCE of 2,048: not timed again
+
 
 def test_the_checkpoint_with_the_lowest_validation_perplexity_is_chosen(tmp_path):
     model = tmp_path / "model"
@@ -286,7 +287,6 @@ def test_a_finished_run_is_this_packages_side_scored_from_its_test_translations(
                                         321, 700.5)
     assert side.scores["exact_match"] == pytest.approx(200 / 3)
     assert loaded == config and minutes == "12.5"
-
 
 
 def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(capsys, tmp_path):
