@@ -85,6 +85,7 @@ COMMANDS_RUN_BY = {
     r"^python scripts/plot_attention\.py ": "test_plot_attention_command",
     r"^python scripts/benchmark\.py --corpus ": "test_benchmark_command",
     r"^python scripts/benchmark\.py --serving ": "test_serving_benchmark_command",
+    r"^python scripts/benchmark\.py --onednn ": "test_onednn_benchmark_command",
     r"^python scripts/train\.py --init-from ": "test_fine_tuning_command",
     r"^head -n -2000 ": "test_real_data_commands",
     r"^tail -n 2000 ": "test_real_data_commands",
@@ -549,12 +550,43 @@ def test_ctranslate2_commands(tmp_path, trained_tiny_run):
     (expected,), _ = CTranslate2Translator(str(checkout / output)).translate_batch([sentence])
     assert printed == expected + "\n" and expected
 
+    # The block ranks with CTranslate2's own length penalty (length ** alpha), not the run's, so its translation
+    # is CTranslate2's at the block's settings, which can differ from the one above on another CPU's int8 kernels.
+    import ctranslate2
+    import sentencepiece
+
     block = docs_block("ctranslate2.Translator(")
     assert f'"{output}"' in block and f'"{output}/sentencepiece.model"' in block and sentence in block
+    compute_type = re.search(r'compute_type="(\w+)"', block).group(1)
+    options = {name: float(value) if "." in value else int(value) for name, value in
+               re.findall(r"(beam_size|length_penalty|min_decoding_length)=([\d.]+)", block)}
+    assert set(options) == {"beam_size", "length_penalty", "min_decoding_length"}
+    pieces = sentencepiece.SentencePieceProcessor(model_file=str(checkout / output / "sentencepiece.model"))
+    (own,) = ctranslate2.Translator(str(checkout / output), compute_type=compute_type).translate_batch(
+        pieces.encode([sentence], out_type=str), **options)
     result = subprocess.run([sys.executable, "-c", block], cwd=checkout, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == [expected]
+    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == [pieces.decode(own.hypotheses[0])]
+    assert pieces.decode(own.hypotheses[0])
+
+
+@pytest.mark.slow
+def test_onednn_benchmark_command(tmp_path):
+    """The documented comparison at a tiny scale: both settings timed, and the ratios of the figures printed."""
+    checkout = make_checkout(tmp_path)
+    scale = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "256", "--length", "8",
+             "--train-steps", "2", "--decode-batch", "2", "--output-length", "5"]
+    out = bash(checkout, docs_command(r"^python scripts/benchmark\.py --onednn "),
+               KT_TEST_SCALE=json.dumps({"benchmark.py": scale})).stdout
+    (line,) = [line for line in out.splitlines() if line.startswith("9. ")]
+    match = re.fullmatch(r"9\. oneDNN, tiny float32, best of 2 fresh processes each: fit (\d+) target tokens/s off, "
+                         r"(\d+) on: (\d+\.\d{3})x; beam search (\d+\.\d\d) sentences/s off, (\d+\.\d\d) on: "
+                         r"(\d+\.\d{3})x", line)
+    assert match, line
+    train_off, train_on, train_ratio, decode_off, decode_on, decode_ratio = map(float, match.groups())
+    assert train_ratio == pytest.approx(train_on / train_off, rel=0.01)
+    assert decode_ratio == pytest.approx(decode_on / decode_off, rel=0.01)
 
 
 @pytest.mark.slow

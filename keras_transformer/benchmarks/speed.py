@@ -18,6 +18,8 @@ process, back to back:
    time of training on a large local corpus;
 8. (`--steps-per-execution N`) `model.fit` with one update per call into the
    graph against N, the lever against Keras' per-batch trip to Python.
+9. (`benchmarks/onednn.py`, `--onednn`) TensorFlow's oneDNN kernels off
+   against on, each in fresh processes.
 """
 
 import dataclasses

@@ -35,6 +35,12 @@ def _parser():
     parser.add_argument("--steps-per-execution", type=int, default=0, metavar="N",
                         help="Only this comparison: model.fit tokens/s of the small and base presets with 1 "
                         "update per call into the graph against N (0: skip).")
+    parser.add_argument("--onednn", action="store_true",
+                        help="Only this comparison: float32 model.fit tokens/s and beam-search sentences/s of "
+                        "--preset with TensorFlow's oneDNN kernels off (TF_ENABLE_ONEDNN_OPTS=0) against on (1, "
+                        "what this package sets unless the variable is set), each in fresh processes, in turn, "
+                        "the best of two each (--vocab-size, --batch-tokens, --length, --train-steps, "
+                        "--decode-batch and --output-length apply).")
     parser.add_argument("--engines-batch", type=int, default=32,
                         help="Sentences per batch when comparing our beam search with CTranslate2's.")
     parser.add_argument("--streaming-pairs", type=int, default=0,
@@ -203,6 +209,12 @@ def _speed_main(parser, args):
                                        "output_length", "engines_batch"))
     from keras_transformer.benchmarks import speed  # noqa: PLC0415
 
+    if args.onednn:
+        from keras_transformer.benchmarks import onednn  # noqa: PLC0415
+
+        onednn.onednn_figures(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
+                              args.decode_batch, args.output_length)
+        return 0
     if args.steps_per_execution:
         speed.steps_per_execution_figures(("small", "base"), args.vocab_size, args.batch_tokens, args.length,
                                           args.train_steps, args.steps_per_execution)
