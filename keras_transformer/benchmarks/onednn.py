@@ -84,8 +84,10 @@ def onednn_figures(preset, vocab_size, batch_tokens, length, steps, decode_batch
     if int(rounds) < 1:
         raise ValueError(f"rounds must be at least 1; got {rounds}.")
     best = {}
-    for _ in range(int(rounds)):
-        for setting in SETTINGS:
+    for round_ in range(int(rounds)):
+        for setting in SETTINGS:  # a progress line: each child takes minutes at the small preset's size
+            print(f"oneDNN {'on' if setting == '1' else 'off'}: process {round_ + 1} of {rounds} ...",
+                  file=sys.stderr, flush=True)
             figures = measure(setting, preset, vocab_size, batch_tokens, length, steps, decode_batch, output_length)
             if figures["onednn"] != (setting == "1"):
                 raise RuntimeError(f"{ENV}={setting} left oneDNN {'on' if figures['onednn'] else 'off'}.")
