@@ -564,11 +564,11 @@ def test_ctranslate2_commands(tmp_path, trained_tiny_run):
     pieces = sentencepiece.SentencePieceProcessor(model_file=str(checkout / output / "sentencepiece.model"))
     (own,) = ctranslate2.Translator(str(checkout / output), compute_type=compute_type).translate_batch(
         pieces.encode([sentence], out_type=str), **options)
+    own_translation = pieces.decode(own.hypotheses[0])
     result = subprocess.run([sys.executable, "-c", block], cwd=checkout, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == [pieces.decode(own.hypotheses[0])]
-    assert pieces.decode(own.hypotheses[0])
+    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == [own_translation] and own_translation
 
 
 @pytest.mark.slow

@@ -29,7 +29,6 @@ def measure(preset, vocab_size, batch_tokens, length, steps, decode_batch, outpu
     weights on `decode_batch` sentences of `length` pieces, forced to
     `output_length` output pieces}."""
     import dataclasses  # noqa: PLC0415
-    import time  # noqa: PLC0415
 
     import keras  # noqa: PLC0415
     import numpy as np  # noqa: PLC0415
@@ -55,11 +54,7 @@ def measure(preset, vocab_size, batch_tokens, length, steps, decode_batch, outpu
     def search():
         return decoding.beam_search(model, source, beam_size=PAPER_BEAM_SIZE, max_length=output_length)[0].numpy()
 
-    search()  # traces
-    start = time.perf_counter()
-    for _ in range(2):
-        search()
-    decode = 2 * decode_batch / (time.perf_counter() - start)
+    decode = decode_batch / speed._timed(search, repeats=2)  # after one untimed, tracing search
     return {"onednn": bool(_pywrap_util_port.IsMklEnabled()), "train_tokens_per_sec": train,
             "decode_sentences_per_sec": decode}
 
