@@ -139,10 +139,16 @@ def make_batches(
         batches = batches.shuffle(64, seed=seed + 1)
     options = tf.data.Options()
     options.deterministic = True
-    # A finite pass (validation) has no autotuning thread: deleting a spent
-    # iterator waited for that thread's sleep to end, the CPU idle (35 s
-    # after a validation of a budgeted run, caught with py-spy and gdb).
-    options.autotune.enabled = training
+    # No autotuning thread, for any pass. Deleting an iterator waits for
+    # that thread's sleep to end, and the sleep doubles up to a minute: 35 s
+    # of idle CPU after a validation of a budgeted run (caught with py-spy
+    # and gdb), and 47 and 58 s between a 250-update `fit`'s last update and
+    # its return. Without it the parallel maps run on as many threads as
+    # the machine has cores (tf.data's starting value, at most 16) and the
+    # prefetch buffer still grows by itself; the small preset trained 8-9%
+    # faster so on a 2-core CPU, where the tuning competes with the update
+    # for the cores (CHANGELOG.md).
+    options.autotune.enabled = False
     return batches.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
