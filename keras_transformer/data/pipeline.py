@@ -145,9 +145,10 @@ def make_batches(
     # and gdb), and 47 and 58 s between a 250-update `fit`'s last update and
     # its return. Without it the parallel maps run on as many threads as
     # the machine has cores (tf.data's starting value, at most 16) and the
-    # prefetch buffer still grows by itself; the small preset trained 8-9%
-    # faster so on a 2-core CPU, where the tuning competes with the update
-    # for the cores (CHANGELOG.md).
+    # prefetch buffer still grows by itself. On a 2-core CPU, where the
+    # tuning competes with the update for the cores, the small preset
+    # trained as fast or faster so (8-9% on LibreOffice's batches, a tie on
+    # its short pairs: CHANGELOG.md).
     options.autotune.enabled = False
     return batches.with_options(options).prefetch(tf.data.AUTOTUNE)
 
