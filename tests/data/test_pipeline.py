@@ -74,7 +74,7 @@ def test_no_pass_has_an_autotuning_thread_and_each_holds_the_batches_an_autotune
     options.autotune.enabled = True
     tuned = batches().with_options(options)
     assert tuned.options().autotune.enabled is True
-    for (a, b) in zip(first_batches(plain, 40), first_batches(tuned, 40), strict=True):
+    for (a, b) in zip(first_batches(plain, 100), first_batches(tuned, 100), strict=True):
         for x, y in zip((a[0][0], a[0][1], a[1]), (b[0][0], b[0][1], b[1])):
             np.testing.assert_array_equal(x, y)
 
