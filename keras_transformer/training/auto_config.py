@@ -145,8 +145,9 @@ CHOSEN = ("vocab_size", "batch_tokens", "preset", "norm_first", "dropout", "labe
 @dataclasses.dataclass(frozen=True)
 class Recipe:
     """What `choose` made of a corpus and a budget: the run's `RunConfig`,
-    one line per choice saying why, and the probed seconds per update of the
-    chosen model, trained as chosen (dropout's cost counted once). The
+    one line per choice saying why, and the seconds per update the probe
+    expects a run of the chosen model to make (`recipe.probe`), trained as
+    chosen (dropout's cost counted once). The
     budget's schedule adds its line (`recipe.scheduled`)."""
 
     config: object

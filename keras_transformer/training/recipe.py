@@ -82,8 +82,10 @@ def _blocks_resolved(config):
 
 def probe(config, run_dir, sample):
     """`probe(preset, vocab_size, batch_tokens, max_length)` -> seconds per
-    update of that model on this machine, in the run's precision, trained by
-    `fit` on batches of the run's pipeline (`budget.probe_seconds_per_update`).
+    update that model will make in a run on this machine, in the run's
+    precision: timed by `fit` on batches of the run's pipeline
+    (`budget.probe_seconds_per_update`), times what a run adds to the probe
+    (`budget.RUN_OVER_PROBE`).
     The batches come from `sample`, training pairs held in memory (the
     corpus measure's, `corpus_size.training_sample`): the file reader's
     thread stays out, as a training iterator dropped mid-stream with it
@@ -108,7 +110,7 @@ def probe(config, run_dir, sample):
                                       config.norm_first)
             models[preset] = trainer.compile_model(model, config.training)
         batches = pipeline.make_batches(pairs, tokenizer, batch_tokens, max_length, training=True, seed=config.seed)
-        return budget.probe_seconds_per_update(models[preset], batches)
+        return budget.RUN_OVER_PROBE * budget.probe_seconds_per_update(models[preset], batches)
 
     return seconds
 
@@ -172,7 +174,8 @@ def scheduled(recipe, plan, fixed=()):
     climb = ("your flag" if "learning_rate_scale" in fixed else
              f"climbing as a warm-up of {auto_config.reference_warmup(config.preset, config.norm_first)} updates "
              "does")
-    line = (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
+    line = (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each (the probe's times "
+            f"{budget.RUN_OVER_PROBE}), a checkpoint every "
             f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale "
             f"{config.learning_rate_scale} ({climb}), then linearly to zero over the last "
             f"{config.cooldown:.0%} of the updates, at zero when the budget ends")
