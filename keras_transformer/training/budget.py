@@ -139,8 +139,8 @@ PROBE_UPDATES = 16
 # mixed_bfloat16, one in float32; CHANGELOG.md) made their updates at
 # 0.96-1.27 times the probe's seconds, thirteen of them slower: 1.097 in
 # the median, 1.096 without the run at 1.27, which stalled on tf.data's
-# autotuning (since turned off, `pipeline.make_batches`), 1.09 without the
-# second of two runs of one command as well. The cause is not found. It is not
+# autotuning (since turned off, `pipeline.make_batches`). The constant
+# rounds that down to 1.09. The cause is not found. It is not
 # what the run adds around an update: in one process, 144 updates a
 # timing on LibreOffice (mixed_bfloat16), the probe's batches took
 # 0.48-0.54 s an update (ten timings, 0.51 in the mean), the file reader's
