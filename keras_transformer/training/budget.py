@@ -2,8 +2,8 @@
 
 Before training, `probe_seconds_per_update` times updates of the run's
 model on the run's own batches, as the run will train; priced at
-RUN_OVER_PROBE times those seconds (what a run adds around its updates),
-`plan` turns the budget into updates: the run's length (`steps`, an upper bound), its
+RUN_OVER_PROBE times those seconds (runs make their updates slower than
+their probes time them), `plan` turns the budget into updates: the run's length (`steps`, an upper bound), its
 checkpoint interval and its warm-up. During training the `TimeBudget`
 callback measures the real time per update (the run's mean, or its latest
 updates' if slower) and per validation, refines the number of updates the
@@ -71,7 +71,7 @@ WARMUP_SHARE = 1.0 - COOLDOWN_SHARE
 # and a planned warm-up. The probe, 16 updates, moved by 15% between two runs
 # of one command on one machine (0.46 and 0.53 s on LibreOffice at 25 minutes,
 # mixed_bfloat16, 2-core AMD EPYC), and budgeted runs made their updates 4%
-# faster to 13% slower than probed (RUN_OVER_PROBE).
+# faster to 27% slower than probed (RUN_OVER_PROBE).
 REVISION_TOLERANCE = 0.10
 # Share of the budget first set aside for validation and the model choice;
 # the callback replaces it by what they are measured to take.

@@ -84,8 +84,8 @@ def probe(config, run_dir, sample):
     """`probe(preset, vocab_size, batch_tokens, max_length)` -> seconds per
     update that model will make in a run on this machine, in the run's
     precision: timed by `fit` on batches of the run's pipeline
-    (`budget.probe_seconds_per_update`), times what a run adds to the probe
-    (`budget.RUN_OVER_PROBE`).
+    (`budget.probe_seconds_per_update`), times `budget.RUN_OVER_PROBE`
+    (runs make their updates slower than their probes time them).
     The batches come from `sample`, training pairs held in memory (the
     corpus measure's, `corpus_size.training_sample`): the file reader's
     thread stays out, as a training iterator dropped mid-stream with it
