@@ -3,8 +3,8 @@
 Before training, `probe_seconds_per_update` times updates of the run's
 model on the run's own batches, as the run will train; priced at
 RUN_OVER_PROBE times those seconds (runs make their updates slower than
-their probes time them), `plan` turns the budget into updates: the run's length (`steps`, an upper bound), its
-checkpoint interval and its warm-up. During training the `TimeBudget`
+their probes time them), `plan` turns the budget into updates: the run's
+length (`steps`, an upper bound), its checkpoint interval and its warm-up. During training the `TimeBudget`
 callback measures the real time per update (the run's mean, or its latest
 updates' if slower) and per validation, refines the number of updates the
 rest of the budget allows, moves the end of the

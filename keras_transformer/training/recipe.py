@@ -174,8 +174,7 @@ def scheduled(recipe, plan, fixed=()):
     climb = ("your flag" if "learning_rate_scale" in fixed else
              f"climbing as a warm-up of {auto_config.reference_warmup(config.preset, config.norm_first)} updates "
              "does")
-    line = (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each (the probe's times "
-            f"{budget.RUN_OVER_PROBE}), a checkpoint every "
+    line = (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
             f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale "
             f"{config.learning_rate_scale} ({climb}), then linearly to zero over the last "
             f"{config.cooldown:.0%} of the updates, at zero when the budget ends")
