@@ -150,6 +150,52 @@ def test_a_runaway_decode_is_priced_at_the_references_length():
     assert bleu_validation.expected_decode_seconds(10.0, sources, references, references, 64) == pytest.approx(10.0)
     short = ["eins"] * 3  # a model that stops too early decodes faster than a trained one will
     assert bleu_validation.expected_decode_seconds(10.0, sources, short, references, 64) == pytest.approx(25.0)
+    # Unstretched (the beam search's pricing): short outputs keep their seconds, a runaway is still shortened.
+    assert bleu_validation.expected_decode_seconds(10.0, sources, short, references, 64,
+                                                   stretch=False) == pytest.approx(10.0)
+    assert bleu_validation.expected_decode_seconds(10.0, sources, runaway, references, 64,
+                                                   stretch=False) == pytest.approx(1.0)
+
+
+def test_the_beam_search_is_priced_at_its_outputs_own_length_where_they_end_short(tmp_path):
+    """Greedy outputs as long as the references take 2 s; the beam search's,
+    a word shorter each (6 steps a batch against the references' 7), take
+    3 s: timed at the second validation, it costs 1.5 greedy decodes, not
+    the 1.75 it would stretched to the references' length (a trained
+    model's beam outputs end short of them too)."""
+    clock = [0.0]
+
+    def greedy(sentences):
+        clock[0] += 2.0
+        return REFERENCES[:len(sentences)]
+
+    def beam(sentences):
+        clock[0] += 3.0 if len(sentences) > 1 else 0.5  # the one-sentence decode traces the search
+        return [reference.rsplit(" ", 1)[0] for reference in REFERENCES[:len(sentences)]]
+
+    bleu = bleu_validation.BleuValidation(RunDir(str(tmp_path)), SENTENCES, REFERENCES, greedy,
+                                          beam_translate=beam, clock=lambda: clock[0])
+    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=2, callbacks=[bleu], verbose=0)
+    assert bleu.beam_cost == pytest.approx(1.5)
+    assert bleu_validation.expected_decode_seconds(3.0, SENTENCES, beam(SENTENCES), REFERENCES,
+                                                   64) == pytest.approx(3.0 * 7 / 6)
+
+
+def test_the_last_validation_tells_whether_it_scored_the_best_so_far(tmp_path):
+    """`latest_is_best` after each interval of QUALITY (0.2, 0.6, 0.4, 0.6,
+    0.8, 0.5, 0.5, 0.5, 0.9, 0.1): true where an interval beat every one
+    before it, false for one that only equals the best (the first of equal
+    scores stays the best) and for worse ones."""
+    model, seen = marked_model(), []
+    bleu = bleu_validation.BleuValidation(RunDir(str(tmp_path)), SENTENCES, REFERENCES, scripted_translate(model))
+
+    class Seen(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(bleu.latest_is_best)
+
+    assert bleu.latest_is_best is False  # nothing scored yet
+    model.fit(np.ones((1, 1)), np.ones((1, 1)), epochs=10, callbacks=[MarkInterval(), bleu, Seen()], verbose=0)
+    assert seen == [True, True, False, False, True, False, False, False, True, False]
 
 
 def test_the_beam_search_is_timed_at_the_second_validation_then_each_time_the_updates_double(tmp_path):

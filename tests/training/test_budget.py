@@ -292,12 +292,14 @@ class FakeValidation:
     """What `TimeBudget` reads of a `BleuValidation`: its sentences, its last
     decode's seconds and their expected figure, and its timing of the beam
     search (`budget.BEAM_TIMING` and what the last validation spent on it;
-    not measured here)."""
+    not measured here), and whether its last validation scored the best so
+    far (not here, unless a test says so)."""
 
     def __init__(self, sentences, decode_seconds):
         self.sentences, self.expected_decode_seconds = ["a sentence"] * sentences, decode_seconds
         self.decode_seconds = decode_seconds
         self.beam_cost, self.beam_updates, self.trace_seconds, self.beam_seconds = None, None, None, 0.0
+        self.latest_is_best = False
 
 
 def test_each_validation_is_recorded_with_its_loss_pass_and_its_bleu_decode(tmp_path):
@@ -350,11 +352,34 @@ def test_the_whole_command_fits_the_budget_the_test_and_export_priced_from_the_v
     budget.record_part(run_dir, "choice", 20.0, command_seconds=record["spent_seconds"] + 20.0)
     record = run_dir.read_budget()
     assert record["parts"]["choice"] == {"planned": pytest.approx((3 + 3 * longer) * 200 * per_sentence),
-                                         "spent": 20.0}
+                                         "candidates": 3, "spent": 20.0}
     assert budget.describe_parts({**record, "budget_minutes": 20.0}) == (
         f"Time budget: 20 minutes; the command took {record['command_seconds'] / 60:.1f}: training "
         f"{record['spent_seconds'] / 60:.1f} (planned {parts['training']['planned'] / 60:.1f}), choice 0.3 "
         f"(planned {parts['choice']['planned'] / 60:.1f})")
+
+
+def test_the_choice_is_priced_without_a_best_checkpoint_while_the_last_validation_scores_the_best(tmp_path):
+    """The model choice leaves out a best checkpoint that is the last one:
+    while the latest validation scores the best so far, the choice is priced
+    at two candidates' decodes (and the further alphas'), else at three, and
+    the record says which. Training gets the difference."""
+    prices = {}
+    for latest_is_best in (False, True):
+        clock, run_dir = Clock(), RunDir(tmp_path / str(latest_is_best))
+        plan = budget.plan(1200.0, 0.0, 1.0, test_sentences=1000, export_seconds=30.0, alpha_decodes=3)
+        validation = FakeValidation(200, 4.0)
+        validation.latest_is_best = latest_is_best
+        callback = budget.TimeBudget(run_dir, 1200.0, plan, clock=clock, validation=validation)
+        callback.set_model(fake_model())
+        simulate(callback, clock, 1.0, 6.0, plan.interval)
+        prices[latest_is_best] = run_dir.read_budget()["parts"]
+    beam = 4.0 * budget.BEAM_COST  # a beam decode of the 200 validation sentences
+    longer = budget.LONG_ALPHA_COST
+    assert prices[False]["choice"] == {"planned": pytest.approx((3 + 3 * longer) * beam), "candidates": 3}
+    assert prices[True]["choice"] == {"planned": pytest.approx((2 + 3 * longer) * beam), "candidates": 2}
+    assert prices[True]["test"] == prices[False]["test"]
+    assert prices[True]["training"]["planned"] == pytest.approx(prices[False]["training"]["planned"] + beam)
 
 
 def test_a_further_alpha_is_tried_only_if_its_decode_leaves_the_test_and_export_their_time():
@@ -370,6 +395,12 @@ def test_a_further_alpha_is_tried_only_if_its_decode_leaves_the_test_and_export_
     edge = 600.0 - 480.0 - 40.0 - 20.0 - longer * per_unit  # seconds since training at which one more just fits
     assert budget.decode_fits(record, edge - 0.01) and budget.decode_fits(record, edge)
     assert not budget.decode_fits(record, edge + 0.01)
+    # Priced for two candidates (the last validation scored the best): the same planned seconds buy a dearer decode.
+    two = {**record, "parts": {**record["parts"], "choice": {"planned": (3 + 3 * longer) * per_unit,
+                                                             "candidates": 2}}}
+    per_two = (3 + 3 * longer) * per_unit / (2 + 3 * longer)
+    edge_two = 600.0 - 480.0 - 40.0 - 20.0 - longer * per_two
+    assert budget.decode_fits(two, edge_two) and not budget.decode_fits(two, edge_two + 0.01)
     # Training stopped before a validation priced the choice: nothing to go by, so the choice is made whole.
     assert budget.decode_fits({**record, "parts": {**record["parts"], "choice": {}}}, 1e6)
     # Once a decode is measured (0.01 s a sentence over 200), the next alpha's and the test's (2,000
