@@ -165,7 +165,6 @@ class BleuValidation(keras.callbacks.Callback):
         self.beam_translate, self.clock = beam_translate, clock
         self.beam_cost, self.beam_updates, self.trace_seconds, self.beam_seconds = None, None, None, 0.0
         self._traced = False  # whether this process has traced the beam search
-        self.latest_is_best = False  # whether the last validation scored the best so far
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.state is not None:
@@ -204,7 +203,6 @@ class BleuValidation(keras.callbacks.Callback):
         figures.update(updates=updates, seconds=self._seconds_before + self.clock() - self._start)
         self.state["scores"][epoch] = figures
         best, waited = progress(self.state["scores"])
-        self.latest_is_best = best == epoch
         if best == epoch:
             with atomic_path(self.run_dir.best_weights_path) as tmp:
                 self.model.save_weights(tmp)
@@ -215,6 +213,12 @@ class BleuValidation(keras.callbacks.Callback):
                   f"(best {self.state['scores'][best]['val_bleu']:.2f} after interval {best + 1}).",
                   flush=True)
             self.model.stop_training = True
+
+    @property
+    def latest_is_best(self):
+        """Whether the latest interval scored so far is the best one (False before any)."""
+        scores = self.state["scores"] if self.state is not None else {}
+        return bool(scores) and self.state["best_epoch"] == max(scores)
 
     def _beam_due(self, updates):
         """Whether the beam search is timed at this validation, of a model of
