@@ -12,7 +12,9 @@ this package, `finished_run`):
    what this package's run got:
    - the same training pairs (the run's training split), SentencePiece
      model, model size, length cut and warm-up; pre-norm blocks (eole's
-     default layer style, and the recipe's choice at such a budget);
+     default layer style, and the recipe's choice at such a budget); its
+     dropout and attention dropout (the recipe chooses dropout from the
+     epochs the budget buys, a rule about the corpus, not the toolkit);
    - the same precision where eole has it: bfloat16 when this run trained in
      mixed_bfloat16 (`compute_dtype: bf16`, torch's autocast on the CPU),
      float32 if eole's bfloat16 fails on this machine (then said);
@@ -36,9 +38,8 @@ this package, `finished_run`):
      early-stopping criterion) of the lowest-perplexity run translates
      the test split, with the paper's beam search;
    - the rest from eole's documented WMT17 English-German recipe
-     (`EOLE_RECIPE`): AdamW with beta2 0.998, dropout and attention
-     dropout 0.1, label smoothing 0.1, Xavier-uniform initialisation,
-     shared and tied embeddings.
+     (`EOLE_RECIPE`): AdamW with beta2 0.998, label smoothing 0.1,
+     Xavier-uniform initialisation, shared and tied embeddings.
    Each eole run gets the minutes this package had, its share of
    `eole build_vocab` (run once) included; the probe is not counted.
 
@@ -74,7 +75,9 @@ EOLE_RECIPE = "eole-nlp/eole recipes/wmt17/wmt17_ende_spm.yaml"
 # preset's width and a few hundred updates of warm-up this run's is about 3e-3.
 # On LibreOffice at 25 minutes eole's best was half ours of half, once and
 # twice (perplexity 54.20, 119.97, 244.02), then a quarter of a quarter, half,
-# once and an eighth (99.89, 103.83, 149.22, 173.24; docs/benchmarks.md).
+# once and an eighth (99.89, 103.83, 149.22, 173.24; CHANGELOG.md), then, with
+# the run's dropout (none), a quarter again (32.35, 40.81, 98.38, 50.62;
+# docs/benchmarks.md).
 LEARNING_RATE_SWEEP = (0.25, 0.5, 1.0)
 # Runs added beyond the sweep's ends while its best rate is at one of them
 # (`next_rate_factor`), so that a worse rate lies on each side of the chosen one.
@@ -111,7 +114,6 @@ UNEQUAL = (
     "eole's schedule is a cosine to zero, this package's the paper's inverse square root with a linear "
     "cool-down to zero",
     "eole's AdamW has beta2 0.998 (its recipe), this package's Adam 0.98 (the paper)",
-    "eole's dropout is its recipe's 0.1, this package's the recipe's choice for the corpus",
     "eole decodes with the paper's length penalty (alpha 0.6), this package with the one of 0.6-1.2 that scored "
     "best on its validation sentences",
 )
@@ -153,9 +155,11 @@ def eole_config(config, spm_model, paths, *, learning_rate, train_steps, batch_s
     this package: its preset's size, vocabulary model, length cut, warm-up
     and seed; eole's `batch_size`, peak `learning_rate` (cosine schedule to
     zero at `train_steps`), `compute_dtype` and `valid_steps` (a checkpoint
-    at each validation); the rest from `EOLE_RECIPE`. `paths`: {"train_src",
+    at each validation); the run's dropout (the recipe's choice for its
+    corpus and budget) and attention dropout; the rest from `EOLE_RECIPE`. `paths`: {"train_src",
     "train_tgt", "valid_src", "valid_tgt", "vocab", "model"}, absolute."""
     size = presets.get_preset(config.preset)
+    dropout = size.dropout if config.dropout is None else config.dropout
     return {
         "save_data": os.path.join(os.path.dirname(paths["model"]), "samples"),
         "overwrite": True,
@@ -176,8 +180,8 @@ def eole_config(config, spm_model, paths, *, learning_rate, train_steps, batch_s
             "batch_type": "tokens", "batch_size": int(batch_size), "batch_size_multiple": 8,
             "accum_count": [1], "accum_steps": [0], "compute_dtype": compute_dtype,
             "optim": "adamw", "learning_rate": float(learning_rate), "warmup_steps": config.warmup_steps,
-            "decay_method": "cosine", "adam_beta2": 0.998, "dropout_steps": [0], "dropout": [0.1],
-            "attention_dropout": [0.1], "max_grad_norm": 0, "label_smoothing": 0.1,
+            "decay_method": "cosine", "adam_beta2": 0.998, "dropout_steps": [0], "dropout": [dropout],
+            "attention_dropout": [size.attention_dropout], "max_grad_norm": 0, "label_smoothing": 0.1,
             "param_init_method": "xavier_uniform", "normalization": "tokens"},
         "model": {
             "architecture": "transformer", "hidden_size": size.d_model, "layers": size.num_layers,

@@ -17,8 +17,8 @@ from tests.conftest import run_entry_point, write_tsv
 
 # eole's WMT17 English-German recipe (eole-nlp/eole, recipes/wmt17/wmt17_ende_spm.yaml), as its file
 # states them: what the peer takes from eole's side.
-EOLE_WMT17 = {"optim": "adamw", "adam_beta2": 0.998, "dropout": [0.1], "attention_dropout": [0.1],
-              "label_smoothing": 0.1, "param_init_method": "xavier_uniform"}
+# Its dropout (0.1 and attention dropout 0.1 there) is this run's instead: see the dropout test below.
+EOLE_WMT17 = {"optim": "adamw", "adam_beta2": 0.998, "label_smoothing": 0.1, "param_init_method": "xavier_uniform"}
 PATHS = {"train_src": "/w/train.src", "train_tgt": "/w/train.tgt", "valid_src": "/w/valid.src",
          "valid_tgt": "/w/valid.tgt", "vocab": "/w/vocab.shared", "model": "/w/lr1/model"}
 
@@ -55,6 +55,22 @@ def test_the_eole_config_has_this_runs_size_vocabulary_and_warmup_the_peers_own_
     assert settings["data"] == {"corpus_1": {"path_src": "/w/train.src", "path_tgt": "/w/train.tgt"},
                                 "valid": {"path_src": "/w/valid.src", "path_tgt": "/w/valid.tgt"}}
     assert training["model_path"] == "/w/lr1/model" and settings["seed"] == config.seed
+
+
+@pytest.mark.parametrize("preset, dropout, expected", [
+    ("small", None, 0.0),  # the small preset has none (docs/architecture.md)
+    ("base", None, 0.1),  # the paper's P_drop for base
+    ("small", 0.1, 0.1),  # the recipe's choice from 15 epochs (docs/training.md)
+    ("big", 0.0, 0.0),  # under 15 epochs, whatever the preset
+])
+def test_eole_gets_this_runs_dropout_and_no_attention_dropout(preset, dropout, expected):
+    """eole trains with the dropout this run trained with (the recipe chose it from the epochs the
+    budget buys), not its WMT17 recipe's 0.1, and, as this package, no dropout on attention weights."""
+    config = RunConfig(dataset="train.tsv", preset=preset, dropout=dropout, warmup_steps=100)
+    training = eole_peer.eole_config(config, "/r/sp.model", PATHS, learning_rate=1e-3, train_steps=500,
+                                     batch_size=2048, compute_dtype="fp32", valid_steps=100)["training"]
+    assert (training["dropout"], training["attention_dropout"], training["dropout_steps"]) == \
+        ([expected], [0.0], [0])
 
 
 def test_the_peak_learning_rate_is_this_runs_schedule_at_the_end_of_its_warmup():
