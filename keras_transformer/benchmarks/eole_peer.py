@@ -156,8 +156,9 @@ def eole_config(config, spm_model, paths, *, learning_rate, train_steps, batch_s
     and seed; eole's `batch_size`, peak `learning_rate` (cosine schedule to
     zero at `train_steps`), `compute_dtype` and `valid_steps` (a checkpoint
     at each validation); the run's dropout (the recipe's choice for its
-    corpus and budget) and attention dropout; the rest from `EOLE_RECIPE`. `paths`: {"train_src",
-    "train_tgt", "valid_src", "valid_tgt", "vocab", "model"}, absolute."""
+    corpus and budget) and attention dropout; the rest from `EOLE_RECIPE`.
+    `paths`: {"train_src", "train_tgt", "valid_src", "valid_tgt", "vocab",
+    "model"}, absolute."""
     size = presets.get_preset(config.preset)
     dropout = size.dropout if config.dropout is None else config.dropout
     return {
