@@ -160,7 +160,6 @@ def eole_config(config, spm_model, paths, *, learning_rate, train_steps, batch_s
     `paths`: {"train_src", "train_tgt", "valid_src", "valid_tgt", "vocab",
     "model"}, absolute."""
     size = presets.get_preset(config.preset)
-    dropout = size.dropout if config.dropout is None else config.dropout
     return {
         "save_data": os.path.join(os.path.dirname(paths["model"]), "samples"),
         "overwrite": True,
@@ -181,7 +180,8 @@ def eole_config(config, spm_model, paths, *, learning_rate, train_steps, batch_s
             "batch_type": "tokens", "batch_size": int(batch_size), "batch_size_multiple": 8,
             "accum_count": [1], "accum_steps": [0], "compute_dtype": compute_dtype,
             "optim": "adamw", "learning_rate": float(learning_rate), "warmup_steps": config.warmup_steps,
-            "decay_method": "cosine", "adam_beta2": 0.998, "dropout_steps": [0], "dropout": [dropout],
+            "decay_method": "cosine", "adam_beta2": 0.998, "dropout_steps": [0],
+            "dropout": [presets.resolved_dropout(config.preset, config.dropout)],
             "attention_dropout": [size.attention_dropout], "max_grad_norm": 0, "label_smoothing": 0.1,
             "param_init_method": "xavier_uniform", "normalization": "tokens"},
         "model": {

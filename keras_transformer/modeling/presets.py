@@ -64,6 +64,11 @@ def resolved_norm_first(preset_name, norm_first):
     return get_preset(preset_name).norm_first if norm_first is None else bool(norm_first)
 
 
+def resolved_dropout(preset_name, dropout):
+    """The residual dropout a run trains with: `dropout` if set, else the preset's."""
+    return get_preset(preset_name).dropout if dropout is None else dropout
+
+
 def model_kwargs(config, **overrides):
     """Flattens a TransformerConfig, plus overrides, into Transformer kwargs."""
     fields = {f.name for f in dataclasses.fields(TransformerConfig)}

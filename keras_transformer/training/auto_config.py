@@ -241,7 +241,7 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
     passes = epochs(updates, batch_tokens, corpus)
     dropout = pick("dropout", dropout_for(passes), f"about {passes:.1f} epochs fit the budget")
     # The probe ran the model with the config's dropout, else its preset's: its cost is counted once.
-    probed = presets.get_preset(preset).dropout if config.dropout is None else config.dropout
+    probed = presets.resolved_dropout(preset, config.dropout)
     if bool(dropout) != bool(probed):
         seconds *= DROPOUT_SLOWDOWN if dropout else 1.0 / DROPOUT_SLOWDOWN
     pick("label_smoothing", 0.1, "the paper's")
