@@ -36,7 +36,9 @@ this package, `finished_run`):
      eole validates and saves `VALIDATIONS` times a run, and the
      checkpoint with the lowest validation perplexity (eole's own
      early-stopping criterion) of the lowest-perplexity run translates
-     the test split, with the paper's beam search;
+     the test split, with the paper's beam and the length penalty that
+     scored best on the validation pairs (`choose_alpha`, as this package
+     chooses its own);
    - the rest from eole's documented WMT17 English-German recipe
      (`EOLE_RECIPE`): AdamW with beta2 0.998, label smoothing 0.1,
      Xavier-uniform initialisation, shared and tied embeddings.
@@ -45,11 +47,14 @@ this package, `finished_run`):
 
 Both sides are then scored with the same sacreBLEU and chrF
 (`decoding.evaluation.score`) against the same references; `UNEQUAL`
-lists what still differs.
+lists what still differs. Called again on the same folder, the command
+goes on from what the earlier call finished on the same inputs (this
+package's run, eole's vocabulary and probes, each of its runs).
 """
 
 import dataclasses
 import glob
+import hashlib
 import json
 import math
 import os
@@ -58,14 +63,14 @@ import signal
 import subprocess
 import time
 
-from keras_transformer.config import PAPER_ALPHA, PAPER_BEAM_SIZE, RunConfig, parse_minutes
+from keras_transformer.config import PAPER_BEAM_SIZE, RunConfig, parse_minutes
 from keras_transformer.data import pipeline, sources
 from keras_transformer.data.tokenizer import Tokenizer
 from keras_transformer.decoding import evaluation
 from keras_transformer.modeling import presets
 from keras_transformer.modeling.special_ids import PAD_ID
 from keras_transformer.run_dir import RunDir
-from keras_transformer.training import budget
+from keras_transformer.training import budget, model_choice
 from keras_transformer.training.optimization import TransformerSchedule
 
 EOLE_RECIPE = "eole-nlp/eole recipes/wmt17/wmt17_ende_spm.yaml"
@@ -114,8 +119,8 @@ UNEQUAL = (
     "eole's schedule is a cosine to zero, this package's the paper's inverse square root with a linear "
     "cool-down to zero",
     "eole's AdamW has beta2 0.998 (its recipe), this package's Adam 0.98 (the paper)",
-    "eole decodes with the paper's length penalty (alpha 0.6), this package with the one of 0.6-1.2 that scored "
-    "best on its validation sentences",
+    "both choose their length penalty among 0.6-1.2 by validation BLEU, eole on all the run's validation pairs, "
+    "this package on the 200 its model choice scores",
 )
 
 
@@ -346,10 +351,23 @@ def checkpoints(model_path):
 
 
 def ours(dataset, test, minutes, model_dir):
-    """This package's side: the default recipe at `minutes`. Returns (PeerResult, its RunConfig)."""
+    """This package's side: the default recipe at `minutes`, or the run an
+    earlier call finished in `model_dir` with the same flags. Returns
+    (PeerResult, its RunConfig). ValueError if `model_dir` holds a finished
+    run of other flags."""
     from keras_transformer.training import recipe  # noqa: PLC0415  (the benchmark's top layer)
 
     config = RunConfig(dataset=dataset, test=test, time_budget=str(minutes), model_dir=model_dir, export_dir="")
+    run_dir = RunDir(model_dir)
+    if run_dir.has_config() and os.path.exists(run_dir.hypotheses_path("test")):  # an earlier call's, finished
+        finished = run_dir.load_config()
+        given = (finished.dataset, finished.test, parse_minutes(finished.time_budget or "0"))
+        if given != (dataset, test, parse_minutes(str(minutes))):
+            raise ValueError(f"{model_dir!r} holds a finished run of --dataset {finished.dataset!r} --test "
+                             f"{finished.test!r} --time-budget {finished.time_budget}; give another --peer-dir.")
+        result, config, _ = finished_run(model_dir)
+        print(f"keras_transformer: the run an earlier call finished in {model_dir}", flush=True)
+        return result, config
     recipe.train_and_evaluate(config, fixed={"dataset", "test", "time_budget", "model_dir", "export_dir"})
     result, config, _ = finished_run(model_dir)
     return result, config
@@ -406,12 +424,16 @@ def probe_eole(eole, settings, config_path, log, compute_dtype):
 def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
     """eole at its best (the module's docstring) on the training split,
     vocabulary and validation pairs of this package's run `config`, its
-    sweep starting at `rates` times this run's peak rate. Returns
-    its `PeerResult` and what it did, also written to choice.json:
-    {"compute_dtype", "batch_size", "target_tokens" (eole's per batch in its
-    probe), "ours_target_tokens", "runs": [{"factor" (of this run's peak
-    rate), "learning_rate", "updates", "chosen", "perplexity", "checkpoint",
-    "train_seconds"}]}."""
+    sweep starting at `rates` times this run's peak rate. What an earlier
+    call in `work_dir` finished on the same inputs (its vocabulary and
+    probes, `plan.json`; each full run, `lr<factor>.json`) is taken as it
+    is (`reusable`), so a command stopped part way loses only the run it
+    was in. Returns its `PeerResult` and what it did, also written to
+    choice.json: {"compute_dtype", "batch_size", "target_tokens" (eole's
+    per batch in its probe), "ours_target_tokens", "runs": [{"factor" (of
+    this run's peak rate), "learning_rate", "updates", "chosen",
+    "perplexity", "checkpoint", "train_seconds"}], "alpha", "alpha_scores"
+    (`choose_alpha`)}."""
     os.makedirs(work_dir, exist_ok=True)
 
     def work(name):  # eole runs with absolute paths
@@ -427,6 +449,8 @@ def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
         write_lines(paths[f"{short}_tgt"], side_targets)
         pairs[short] = len(side_sources)
     spm_model = os.path.abspath(RunDir(config.model_dir).vocabulary_path)
+    if not os.path.exists(spm_model):
+        raise ValueError(f"{spm_model!r} does not exist; eole is given the SentencePiece model of this package's run.")
     peak = peak_learning_rate(config)
 
     def settings(model, **kwargs):
@@ -434,6 +458,76 @@ def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
 
     probe_settings = settings("probe/model", learning_rate=peak, train_steps=1_000_000,
                               batch_size=config.batch_tokens, compute_dtype="fp32", valid_steps=1_000_000)
+    # What the vocabulary and the probes depend on: eole's settings, the budget and the files' contents.
+    inputs = {"settings": probe_settings, "budget_seconds": budget_seconds,
+              "files": {name: fingerprint(path) for name, path in sorted(paths.items()) if name != "vocab"}
+              | {"spm_model": fingerprint(spm_model)}}
+    plan = reusable(work("plan.json"), inputs)
+    if plan is None:
+        plan = eole_plan(eole, config, probe_settings, budget_seconds, work, pairs)
+        save_record(work("plan.json"), inputs, plan)
+    else:
+        print(f"eole: the vocabulary and speed probes of an earlier call in {work_dir} (same split, "
+              "vocabulary, settings and budget)", flush=True)
+    probe, batch_size, steps = EoleProbe(**plan["probe"]), plan["batch_size"], plan["steps"]
+    vocab_seconds, valid_steps = plan["vocab_seconds"], plan["valid_steps"]
+    print(f"eole: {probe.compute_dtype}, {probe.seconds_per_update:.2f} s an update at batch_size "
+          f"{probe.batch_size} ({probe.target_tokens:,.0f} target tokens a batch, ours "
+          f"{plan['ours_target_tokens']:,.0f}): batch_size {batch_size}, {steps} updates a run, a validation and "
+          f"checkpoint every {valid_steps}", flush=True)
+
+    runs = []
+    factors = list(rates)
+    while factors:
+        factor = factors.pop(0)
+        rate = factor * peak
+        name = f"lr{factor:g}"
+        run_settings = settings(f"{name}/model", learning_rate=rate, train_steps=steps, batch_size=batch_size,
+                                compute_dtype=probe.compute_dtype, valid_steps=valid_steps)
+        run_inputs = {"plan": inputs, "settings": run_settings}
+        run = reusable(work(f"{name}.json"), run_inputs)
+        if run is None:
+            run = eole_run(eole, run_settings, work, name, factor, budget_seconds - vocab_seconds, vocab_seconds)
+            save_record(work(f"{name}.json"), run_inputs, run)
+        else:
+            print(f"eole: learning rate {rate:.2e} ({factor:g}x ours): the run an earlier call finished",
+                  flush=True)
+        runs.append(run)
+        said = "no validation" if run["perplexity"] is None else f"validation perplexity {run['perplexity']:.2f}"
+        print(f"eole: learning rate {rate:.2e}: {run['updates']} updates saved; chosen: update {run['chosen']} "
+              f"({said})", flush=True)
+        if not factors:
+            extra = next_rate_factor(runs, rates)
+            if extra is not None:
+                end = "lowest" if extra < factor else "highest"
+                print(f"eole: the best rate so far is the {end} tried; trying {extra:g}x ours", flush=True)
+                factors.append(extra)
+
+    best = best_run(runs)
+    references = sources.read_split(config.data, "validation")[1]
+    print(f"eole: choosing the length penalty among {', '.join(f'{a:g}' for a in model_choice.ALPHAS)} on its "
+          f"{len(references):,} validation pairs", flush=True)
+    alpha, alpha_scores = choose_alpha(eole, best["checkpoint"], paths["valid_src"], references, work)
+    sentences, references = sources.read_split(config.data, "test")
+    write_lines(work("test.src"), sentences)
+    print(f"eole: translating {len(sentences):,} test sentences with {best['checkpoint']}, alpha {alpha:g}",
+          flush=True)
+    hypotheses = predict(eole, best["checkpoint"], work("test.src"), work("test.hypotheses.txt"), alpha,
+                         work("predict.log"))
+    scores = evaluation.score(hypotheses, references)
+    details = {"compute_dtype": probe.compute_dtype, "batch_size": batch_size, "target_tokens": probe.target_tokens,
+               "ours_target_tokens": plan["ours_target_tokens"], "runs": runs, "alpha": alpha,
+               "alpha_scores": alpha_scores}
+    with open(work("choice.json"), "w", encoding="utf-8") as f:
+        json.dump(details, f, indent=1)
+    return PeerResult("eole", scores, best["chosen"], best["train_seconds"]), details
+
+
+def eole_plan(eole, config, probe_settings, budget_seconds, work, pairs):
+    """eole's vocabulary (`eole build_vocab`, timed: each run's budget
+    includes it) and its plan from timed probes: {"vocab_seconds", "probe"
+    (the `EoleProbe` planned by, as a dict), "batch_size", "steps",
+    "valid_steps", "ours_target_tokens"}. `work(name)`: a path in eole's folder."""
     with open(work("config.yaml"), "w", encoding="utf-8") as f:
         json.dump(probe_settings, f, indent=1)
     print(f"eole: {pairs['train']:,} training and {pairs['valid']:,} "
@@ -460,74 +554,95 @@ def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
 
     def reprobe(batch_size, dtype=probe.compute_dtype):
         print(f"eole: timing {PROBE_SECONDS:.0f} s more at batch_size {batch_size} (not counted)", flush=True)
-        probe_settings["training"]["batch_size"] = batch_size
-        return probe_eole(eole, probe_settings, work("probe.yaml"), work("probe_matched.log"), dtype)
+        settings = json.loads(json.dumps(probe_settings))
+        settings["training"]["batch_size"] = batch_size
+        return probe_eole(eole, settings, work("probe.yaml"), work("probe_matched.log"), dtype)
 
     batch_size, probe = matched_batch(probe, ours_tokens, reprobe)
     steps = plan_steps(probe, batch_size, budget_seconds - vocab_seconds, corpus_tokens)
-    valid_steps = max(1, steps // VALIDATIONS)
-    print(f"eole: {probe.compute_dtype}, {probe.seconds_per_update:.2f} s an update at batch_size "
-          f"{probe.batch_size} ({probe.target_tokens:,.0f} target tokens a batch, ours {ours_tokens:,.0f}): "
-          f"batch_size {batch_size}, {steps} updates a run, a validation and checkpoint every {valid_steps}",
-          flush=True)
+    return {"vocab_seconds": vocab_seconds, "probe": dataclasses.asdict(probe), "batch_size": batch_size,
+            "steps": steps, "valid_steps": max(1, steps // VALIDATIONS), "ours_target_tokens": ours_tokens}
 
-    runs = []
-    factors = list(rates)
-    while factors:
-        factor = factors.pop(0)
-        rate = factor * peak
-        name = f"lr{factor:g}"
-        with open(work(f"{name}.yaml"), "w", encoding="utf-8") as f:
-            json.dump(settings(f"{name}/model", learning_rate=rate, train_steps=steps, batch_size=batch_size,
-                               compute_dtype=probe.compute_dtype, valid_steps=valid_steps), f, indent=1)
-        log = work(f"{name}.log")
-        if os.path.exists(log):
-            os.remove(log)
-        print(f"eole: learning rate {rate:.2e} ({factor:g}x ours) for {(budget_seconds - vocab_seconds) / 60.0:.1f} "
-              f"minutes (log: {log})", flush=True)
 
-        def progress(seconds_left, model=work(f"{name}/model")):  # eole's own progress goes to its log
-            saved = checkpoints(model)
-            made = f"{max(saved)} updates saved" if saved else "no checkpoint yet"
-            print(f"eole: training, {made}, {seconds_left / 60.0:.1f} minutes left", flush=True)
+def eole_run(eole, settings, work, name, factor, seconds, vocab_seconds):
+    """One full-budget `eole train` of `settings` (its config `work(name +
+    ".yaml")`, its log `work(name + ".log")`) for `seconds` (and up to
+    OVERRUN_SHARE more), then its checkpoint chosen on validation
+    perplexity. Returns {"factor", "learning_rate", "updates", "chosen",
+    "perplexity", "checkpoint", "train_seconds" (`vocab_seconds` included)}."""
+    training = settings["training"]
+    with open(work(f"{name}.yaml"), "w", encoding="utf-8") as f:
+        json.dump(settings, f, indent=1)
+    log = work(f"{name}.log")
+    if os.path.exists(log):
+        os.remove(log)
+    print(f"eole: learning rate {training['learning_rate']:.2e} ({factor:g}x ours) for {seconds / 60.0:.1f} "
+          f"minutes (log: {log})", flush=True)
 
-        run_start = time.monotonic()
-        run_until([eole, "train", "--config", work(f"{name}.yaml")],
-                  run_start + (1.0 + OVERRUN_SHARE) * (budget_seconds - vocab_seconds), log, report=progress)
-        train_seconds = vocab_seconds + time.monotonic() - run_start
-        perplexities = validation_perplexities(_read(log), valid_steps)
-        checkpoint, updates, perplexity = chosen_checkpoint(work(f"{name}/model"), perplexities)
-        made = max(checkpoints(work(f"{name}/model")))
-        runs.append({"factor": factor, "learning_rate": rate, "updates": made, "chosen": updates,
-                     "perplexity": perplexity, "checkpoint": checkpoint, "train_seconds": train_seconds})
-        said = "no validation" if perplexity is None else f"validation perplexity {perplexity:.2f}"
-        print(f"eole: learning rate {rate:.2e}: {made} updates saved; chosen: update {updates} ({said})",
-              flush=True)
-        if not factors:
-            extra = next_rate_factor(runs, rates)
-            if extra is not None:
-                end = "lowest" if extra < factor else "highest"
-                print(f"eole: the best rate so far is the {end} tried; trying {extra:g}x ours", flush=True)
-                factors.append(extra)
+    def progress(seconds_left):  # eole's own progress goes to its log
+        saved = checkpoints(training["model_path"])
+        made = f"{max(saved)} updates saved" if saved else "no checkpoint yet"
+        print(f"eole: training, {made}, {seconds_left / 60.0:.1f} minutes left", flush=True)
 
-    best = best_run(runs)
-    sentences, references = sources.read_split(config.data, "test")
-    write_lines(work("test.src"), sentences)
-    log = work("predict.log")
-    print(f"eole: translating {len(sentences):,} test sentences with {best['checkpoint']}", flush=True)
-    code, _ = run_until([eole, "predict", "--model_path", best["checkpoint"], "--src", work("test.src"),
-                         "--output", work("test.hypotheses.txt"), "--beam_size", str(PAPER_BEAM_SIZE),
-                         "--length_penalty", "wu", "--alpha", str(PAPER_ALPHA), "--max_length", "256",
-                         "--batch_size", "32", "--batch_type", "sents", "--world_size", "1"],
+    run_start = time.monotonic()
+    run_until([eole, "train", "--config", work(f"{name}.yaml")], run_start + (1.0 + OVERRUN_SHARE) * seconds, log,
+              report=progress)
+    train_seconds = vocab_seconds + time.monotonic() - run_start
+    perplexities = validation_perplexities(_read(log), training["valid_steps"])
+    checkpoint, updates, perplexity = chosen_checkpoint(training["model_path"], perplexities)
+    return {"factor": factor, "learning_rate": training["learning_rate"],
+            "updates": max(checkpoints(training["model_path"])), "chosen": updates, "perplexity": perplexity,
+            "checkpoint": checkpoint, "train_seconds": train_seconds}
+
+
+def predict(eole, checkpoint, source, output, alpha, log):
+    """`checkpoint`'s translations of the lines of `source` (written to
+    `output`) with the paper's beam and eole's length penalty of Wu et al.
+    at `alpha`, as this package's. ValueError, naming the log, if eole fails."""
+    code, _ = run_until([eole, "predict", "--model_path", checkpoint, "--src", source, "--output", output,
+                         "--beam_size", str(PAPER_BEAM_SIZE), "--length_penalty", "wu", "--alpha", f"{alpha:g}",
+                         "--max_length", "256", "--batch_size", "32", "--batch_type", "sents", "--world_size", "1"],
                         float("inf"), log)
     if code:
         raise ValueError(f"eole predict failed ({code}); see {log}.")
-    scores = evaluation.score(read_lines(work("test.hypotheses.txt")), references)
-    details = {"compute_dtype": probe.compute_dtype, "batch_size": batch_size, "target_tokens": probe.target_tokens,
-               "ours_target_tokens": ours_tokens, "runs": runs}
-    with open(work("choice.json"), "w", encoding="utf-8") as f:
-        json.dump(details, f, indent=1)
-    return PeerResult("eole", scores, best["chosen"], best["train_seconds"]), details
+    return read_lines(output)
+
+
+def choose_alpha(eole, checkpoint, source, references, work, alphas=model_choice.ALPHAS):
+    """The length penalty of `alphas` under which `checkpoint` translates
+    `source` (eole's validation pairs) best, as this package chooses its own
+    (`model_choice.best_alpha`: BLEU, then chrF, ties to the earlier).
+    Returns (alpha, {alpha as text: {"bleu", "chrf", "exact_match"}})."""
+    scores = {}
+    for alpha in alphas:
+        hypotheses = predict(eole, checkpoint, source, work(f"valid.alpha{alpha:g}.txt"), alpha,
+                             work("predict_validation.log"))
+        figures = evaluation.score(hypotheses, references)
+        scores[alpha] = {k: figures[k] for k in ("bleu", "chrf", "exact_match")}
+    return float(model_choice.best_alpha(scores, alphas)), {f"{a:g}": s for a, s in scores.items()}
+
+
+def fingerprint(path):
+    """The SHA-256 of the file at `path`, in hex."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def save_record(path, inputs, outcome):
+    """Writes what a stage made of `inputs` (JSON-able) to `path`, whole or not at all."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump({"inputs": inputs, "outcome": outcome}, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def reusable(path, inputs):
+    """What a stage recorded at `path` (`save_record`) if it ran on the same
+    `inputs` (compared as JSON), else None."""
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        record = json.load(f)
+    return record["outcome"] if record.get("inputs") == json.loads(json.dumps(inputs)) else None
 
 
 def best_run(runs):
@@ -578,7 +693,7 @@ def compare(dataset, test, minutes, eole, work_dir, rates=LEARNING_RATE_SWEEP, o
           f"{minutes} minutes a run. eole ({EOLE_RECIPE}'s settings): {details['compute_dtype']}, batch_size "
           f"{details['batch_size']} for this run's {details['ours_target_tokens']:,.0f} target tokens a batch, "
           f"warm-up {config.warmup_steps} then a cosine to zero, learning rates {tried}, its checkpoint chosen "
-          f"by validation perplexity:")
+          f"by validation perplexity, its length penalty (alpha {details['alpha']:g}) by validation BLEU:")
     for side in (mine, peer):
         print(f"peer {side.name:<17s} test sacreBLEU {side.scores['bleu']:6.2f}  chrF {side.scores['chrf']:6.2f}  "
               f"{side.updates:5d} updates in {side.train_seconds / 60.0:5.1f} min")

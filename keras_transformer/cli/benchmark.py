@@ -95,7 +95,10 @@ def _parser():
                       "(by train.py --time-budget M --test T) instead of training one; eole gets its split, "
                       "SentencePiece model and budget, so --dataset, --test and --time-budget are not given.")
     peer.add_argument("--peer-dir", default="runs/eole_peer",
-                      help="With --peer-eole: where both runs go (ours/ and eole/ in it); it must not hold a run.")
+                      help="With --peer-eole: where both sides' runs go (ours/ and eole/ in it). Given the "
+                      "folder of an earlier call with the same flags (one that was stopped, say), the command goes "
+                      "on from it: the runs, vocabulary and speed probes that call finished on the same inputs are "
+                      "taken as they are, the rest is done again.")
     return parser
 
 
@@ -130,9 +133,6 @@ def _peer_main(parser, args):
             parse_minutes(args.time_budget)
         except ValueError as error:
             parser.error(str(error))
-    if os.path.exists(args.peer_dir) and os.listdir(args.peer_dir):
-        parser.error(f"--peer-dir {args.peer_dir!r} already holds a run; give an empty or new folder.")
-
     try:
         eole_peer.compare(args.dataset, args.test, getattr(args, "time_budget", None), os.path.abspath(eole),
                           args.peer_dir, rates, args.peer_ours)

@@ -114,8 +114,14 @@ def choose_alpha(run_dir, choice, translate_at, sentences, references, alphas=AL
             break
         figures = evaluation.score(translate_at(alpha)(sentences), references)
         scores[alpha] = {k: figures[k] for k in ("bleu", "chrf", "exact_match")}
-    best = max(scores, key=lambda alpha: (scores[alpha]["bleu"], scores[alpha]["chrf"], -alphas.index(alpha)))
+    best = best_alpha(scores, alphas)
     choice = dataclasses.replace(choice, alpha=float(best),
                                  alpha_scores={f"{alpha:g}": figures for alpha, figures in scores.items()})
     run_dir.write_choice(dataclasses.asdict(choice))
     return choice
+
+
+def best_alpha(scores, alphas=ALPHAS):
+    """The length penalty of `scores` ({alpha: {"bleu", "chrf", ...}}, alphas
+    of `alphas`) with the highest BLEU, then chrF; ties go to the earlier in `alphas`."""
+    return max(scores, key=lambda alpha: (scores[alpha]["bleu"], scores[alpha]["chrf"], -alphas.index(alpha)))

@@ -171,9 +171,10 @@ def scheduled(recipe, plan, fixed=()):
     if "cooldown" not in fixed:
         planned["cooldown"] = budget.COOLDOWN_SHARE
     config = dataclasses.replace(config, **planned)
+    # `rate_scale` is 1 for a warm-up at least the reference's: such a warm-up (one the user set) climbs as its own.
+    reference = auto_config.reference_warmup(config.preset, config.norm_first)
     climb = ("your flag" if "learning_rate_scale" in fixed else
-             f"climbing as a warm-up of {auto_config.reference_warmup(config.preset, config.norm_first)} updates "
-             "does")
+             f"climbing as a warm-up of {max(config.warmup_steps, reference)} updates does")
     line = (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
             f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale "
             f"{config.learning_rate_scale} ({climb}), then linearly to zero over the last "

@@ -1,6 +1,7 @@
 """The eole comparison's parts that need no eole: its config, its clock and its checks.
 The whole comparison, eole included, is tests/test_docs.py's test_eole_peer_command."""
 
+import dataclasses
 import json
 import math
 import os
@@ -255,8 +256,6 @@ def test_the_peer_flags_are_checked(capsys, tmp_path):
          "is not an executable eole command; install it with"),
         (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--time-budget", "0"],
          "--time-budget '0' must be positive."),
-        (["--peer-eole", str(eole), "--dataset", train, "--test", train, "--peer-dir", str(tmp_path)],
-         "already holds a run"),
     ]
     run = tmp_path / "run"
     run.mkdir()
@@ -304,6 +303,15 @@ def test_a_finished_run_is_this_packages_side_scored_from_its_test_translations(
     assert side.scores["exact_match"] == pytest.approx(200 / 3)
     assert loaded == config and minutes == "12.5"
 
+    # The command's own side, called again on its --peer-dir: the run it finished there, if of the same flags.
+    assert eole_peer.ours(config.dataset, config.test, "12.5", config.model_dir) == (side, loaded)
+    other = write_tsv(tmp_path / "other.tsv", [("c", "d")] * 20)
+    with pytest.raises(ValueError, match=r"holds a finished run of --dataset .*train\.tsv.* --time-budget 12\.5; "
+                       "give another --peer-dir"):
+        eole_peer.ours(other, config.test, "12.5", config.model_dir)
+    with pytest.raises(ValueError, match="holds a finished run of"):
+        eole_peer.ours(config.dataset, config.test, "25", config.model_dir)
+
 
 def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(capsys, tmp_path):
     """`benchmark.py --peer-eole EOLE --peer-ours RUN` (no --dataset, --test
@@ -324,13 +332,19 @@ def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(c
     run_dir.save_config(config)
     run_dir.write_budget({"budget_minutes": 12.5, "made_updates": 321, "spent_seconds": 700.5})
     eole_peer.write_lines(run_dir.hypotheses_path("test"), ["Eins.", "Zwei Hunde."])
+    peer_dir = tmp_path / "peer"
+    argv = ["--peer-eole", str(tmp_path / "eole"), "--peer-ours", config.model_dir, "--peer-dir", str(peer_dir)]
+    (tmp_path / "eole").write_text("#!/bin/sh\nexit 3\n")
+    (tmp_path / "eole").chmod(0o755)
+    code, _, err = run_entry_point(cli.benchmark_main, argv, capsys)
+    assert code == 1 and f"{os.path.abspath(run_dir.vocabulary_path)!r} does not exist" in err
+    with open(run_dir.vocabulary_path, "wb") as f:
+        f.write(b"a stand-in: eole fails before it reads it")
     calls = tmp_path / "calls.txt"
     eole = tmp_path / "eole"
     eole.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit 3\n')
     eole.chmod(0o755)
-    peer_dir = tmp_path / "peer"
-    code, out, err = run_entry_point(cli.benchmark_main, ["--peer-eole", str(eole), "--peer-ours", config.model_dir,
-                                                          "--peer-dir", str(peer_dir)], capsys)
+    code, out, err = run_entry_point(cli.benchmark_main, argv, capsys)
     bleu = evaluation.score(["Eins.", "Zwei Hunde."], ["Eins.", "Zwei Katzen."])["bleu"]
     assert f"the run in {config.model_dir} (12.5 minutes, 321 updates), test sacreBLEU {bleu:.2f}" in out
     assert code == 1 and "eole build_vocab failed (3)" in err
@@ -375,3 +389,113 @@ def test_the_learning_rate_sweep_goes_beyond_an_end_while_the_best_rate_is_there
     assert eole_peer.next_rate_factor(sweep((0.25, 40.0), (0.125, 35.0), (0.0625, 30.0)), (0.25, 0.125)) == 0.03125
     assert eole_peer.next_rate_factor(sweep((0.25, 40.0), (0.125, 35.0), (0.0625, 30.0), (0.03125, 29.0)),
                                       (0.25, 0.125)) is None
+
+
+# A stand-in for the `eole` command: it writes what eole 0.6.4 writes (step reports and validation
+# perplexities in its log, `step_N` checkpoints, translations), and a line per call to calls.txt.
+# Its translations are the validation references at --alpha 1, the sources otherwise.
+FAKE_EOLE = '''#!{python}
+import json, os, sys
+args = sys.argv[1:]
+with open({calls!r}, "a") as f:
+    f.write(" ".join(args) + "\\n")
+def value(flag):
+    return args[args.index(flag) + 1]
+if args[0] == "train":
+    training = json.load(open(value("--config")))["training"]
+    steps, every = training["train_steps"], training["valid_steps"]
+    for step in range(5, min(steps, 40) + 1, 5):
+        print(f"Step {{step}}/{{steps}}; acc: 1; bsz: 40/ 100/ 4; 9 tok/s; {{step * 0.01:.2f}} sec;")
+    if every < 1_000_000:
+        rate = training["learning_rate"]
+        for k in range(1, steps // every + 1):
+            print(f"Validation perplexity: {{100.0 * abs(rate - 2e-3) + 10.0 / k:.4f}}")
+            os.makedirs(os.path.join(training["model_path"], f"step_{{k * every}}"), exist_ok=True)
+            open(os.path.join(training["model_path"], f"step_{{k * every}}", "config.json"), "w").write("{{}}")
+elif args[0] == "predict":
+    source = open(value("--src")).read().splitlines()
+    if value("--alpha") == "1" and source == open({valid_src!r}).read().splitlines():
+        source = open({valid_tgt!r}).read().splitlines()
+    open(value("--output"), "w").write("".join(line + "\\n" for line in source))
+'''
+
+
+def test_eoles_side_chooses_its_length_penalty_and_a_second_call_reuses_what_the_first_finished(
+        capsys, tmp_path, tokenizer_path, small_corpus):
+    """eole's side end to end on a stand-in eole: build_vocab, a probe, the
+    sweep, the checkpoint with the lowest validation perplexity, the length
+    penalty of `model_choice.ALPHAS` under which it translates the
+    validation pairs best, and the test decode at that penalty. Called again
+    on the same folder, it reuses the vocabulary, probes and runs (eole is
+    only asked to translate); given other training pairs, it redoes them."""
+    import shutil
+
+    from keras_transformer.decoding import evaluation
+    from keras_transformer.run_dir import RunDir
+
+    train, test = small_corpus
+    config = RunConfig(dataset=write_tsv(tmp_path / "train.tsv", train[:400]),
+                       test=write_tsv(tmp_path / "test.tsv", test[:20]), model_dir=str(tmp_path / "run"),
+                       preset="tiny", batch_tokens=512, max_length=64, warmup_steps=100, precision="float32")
+    os.makedirs(config.model_dir)
+    shutil.copy(tokenizer_path, RunDir(config.model_dir).vocabulary_path)
+    work = tmp_path / "peer"
+    calls = tmp_path / "calls.txt"
+    eole = tmp_path / "eole"
+    eole.write_text(FAKE_EOLE.format(python=sys.executable, calls=str(calls), valid_src=str(work / "valid.src"),
+                                     valid_tgt=str(work / "valid.tgt")))
+    eole.chmod(0o755)
+
+    def called():  # eole's commands, a run's training as the name of its config
+        return [os.path.basename(line.split()[2]) if line.startswith("train") else line.split()[0]
+                for line in calls.read_text().splitlines()]
+
+    result, details = eole_peer.eole_side(config, str(eole), "1", str(work))
+    runs = [f"lr{run['factor']:g}.yaml" for run in details["runs"]]
+    # build_vocab, the probes, the sweep (the stand-in's perplexity is lowest at rates nearest 2e-3), then
+    # a validation decode per alpha and the test decode
+    first = called()
+    assert first[0] == "build_vocab" and set(first[1:-5 - len(runs)]) == {"probe.yaml"} and first[-5 - len(runs):-5] == runs
+    assert first[-5:] == ["predict"] * (len(model_choice_alphas()) + 1)
+    peak = eole_peer.peak_learning_rate(config)
+    tried = [run["factor"] for run in details["runs"]]
+    assert tried[:3] == [0.25, 0.5, 1.0]
+    best = min(details["runs"], key=lambda run: run["perplexity"])
+    assert abs(best["learning_rate"] - 2e-3) == min(abs(f * peak - 2e-3) for f in tried)
+    assert best["chosen"] == max(eole_peer.checkpoints(os.path.dirname(best["checkpoint"])))  # its last is lowest
+    # At alpha 1 the stand-in's validation translations are the references: the choice takes it.
+    assert details["alpha"] == 1.0 and details["alpha_scores"]["1"]["bleu"] == pytest.approx(100.0)
+    assert details["alpha_scores"]["0.6"]["bleu"] < 100.0
+    test_call = calls.read_text().splitlines()[-1].split()
+    assert test_call[test_call.index("--alpha") + 1] == "1" and test_call[test_call.index("--src") + 1] == str(
+        work / "test.src")
+    assert result.scores == evaluation.score([s for s, _ in test[:20]], [t for _, t in test[:20]])
+    assert json.loads((work / "choice.json").read_text())["alpha"] == 1.0
+
+    calls.unlink()
+    again, details_again = eole_peer.eole_side(config, str(eole), "1", str(work))
+    assert called() == ["predict"] * (len(model_choice_alphas()) + 1)
+    assert (again, details_again) == (result, details)
+    assert "the vocabulary and speed probes of an earlier call" in capsys.readouterr().out
+
+    calls.unlink()
+    other = dataclasses.replace(config, dataset=write_tsv(tmp_path / "other.tsv", train[:300]))
+    _, redone = eole_peer.eole_side(other, str(eole), "1", str(work))
+    assert called()[0] == "build_vocab"
+    assert [name for name in called() if name.startswith("lr")] == [f"lr{r['factor']:g}.yaml" for r in redone["runs"]]
+
+
+def model_choice_alphas():
+    from keras_transformer.training import model_choice
+
+    return model_choice.ALPHAS
+
+
+def test_a_record_is_reused_only_on_the_inputs_it_was_made_of(tmp_path):
+    path = str(tmp_path / "stage.json")
+    assert eole_peer.reusable(path, {"a": 1}) is None
+    eole_peer.save_record(path, {"a": 1, "b": (1.5, "x")}, {"made": 3})
+    assert eole_peer.reusable(path, {"a": 1, "b": (1.5, "x")}) == {"made": 3}
+    assert eole_peer.reusable(path, {"a": 1, "b": (1.5, "y")}) is None
+    assert eole_peer.reusable(path, {"a": 1}) is None
+    assert not os.path.exists(path + ".tmp")

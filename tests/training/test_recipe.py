@@ -298,6 +298,11 @@ def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fak
     assert record["recipe"][-1].endswith(f"warm-up {given.warmup_steps} at learning-rate scale 1.0 (your flag), "
                                          "then linearly to zero over the last 50% of the updates, at zero when the "
                                          "budget ends")
+    # A warm-up the user set longer than the reference climbs as its own, at scale 1 (the paper's schedule).
+    config = RunConfig(dataset="c.tsv", time_budget="10", warmup_steps=800, model_dir=str(tmp_path / "d"))
+    longer, record = plan_on_a_fake_machine(config, fixed={"warmup_steps"})
+    assert (longer.warmup_steps, longer.learning_rate_scale) == (800, 1.0)
+    assert "warm-up 800 at learning-rate scale 1.0 (climbing as a warm-up of 800 updates does)" in record["recipe"][-1]
     # The revision after the first interval revises the recipe's warm-up only, and its epochs always.
     _, chosen_record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
                                                         model_dir=str(tmp_path / "c")))
