@@ -458,8 +458,9 @@ def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
 
     probe_settings = settings("probe/model", learning_rate=peak, train_steps=1_000_000,
                               batch_size=config.batch_tokens, compute_dtype="fp32", valid_steps=1_000_000)
-    # What the vocabulary and the probes depend on: eole's settings, the budget and the files' contents.
-    inputs = {"settings": probe_settings, "budget_seconds": budget_seconds,
+    # What the vocabulary and the probes depend on: the eole command, eole's settings, this run's precision (eole's
+    # follows it), the budget and the files' contents.
+    inputs = {"eole": eole, "settings": probe_settings, "precision": config.precision, "budget_seconds": budget_seconds,
               "files": {name: fingerprint(path) for name, path in sorted(paths.items()) if name != "vocab"}
               | {"spm_model": fingerprint(spm_model)}}
     plan = reusable(work("plan.json"), inputs)

@@ -482,7 +482,12 @@ def test_eoles_side_chooses_its_length_penalty_and_a_second_call_reuses_what_the
     other = dataclasses.replace(config, dataset=write_tsv(tmp_path / "other.tsv", train[:300]))
     _, redone = eole_peer.eole_side(other, str(eole), "1", str(work))
     assert called()[0] == "build_vocab"
-    assert [name for name in called() if name.startswith("lr")] == [f"lr{r['factor']:g}.yaml" for r in redone["runs"]]
+    retrained = [name for name in called() if name.startswith("lr")]
+    assert retrained == [f"lr{run['factor']:g}.yaml" for run in redone["runs"]]
+    # A run of this package in another precision gives eole another one: its plan is made again.
+    calls.unlink()
+    _, bf16 = eole_peer.eole_side(dataclasses.replace(other, precision="mixed_bfloat16"), str(eole), "1", str(work))
+    assert called()[0] == "build_vocab" and bf16["compute_dtype"] == "bf16" and redone["compute_dtype"] == "fp32"
 
 
 def model_choice_alphas():
