@@ -455,7 +455,8 @@ def test_eoles_side_chooses_its_length_penalty_and_a_second_call_reuses_what_the
     # build_vocab, the probes, the sweep (the stand-in's perplexity is lowest at rates nearest 2e-3), then
     # a validation decode per alpha and the test decode
     first = called()
-    assert first[0] == "build_vocab" and set(first[1:-5 - len(runs)]) == {"probe.yaml"} and first[-5 - len(runs):-5] == runs
+    probes, sweep = first[1:-5 - len(runs)], first[-5 - len(runs):-5]
+    assert first[0] == "build_vocab" and set(probes) == {"probe.yaml"} and sweep == runs
     assert first[-5:] == ["predict"] * (len(model_choice_alphas()) + 1)
     peak = eole_peer.peak_learning_rate(config)
     tried = [run["factor"] for run in details["runs"]]
