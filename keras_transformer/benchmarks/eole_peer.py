@@ -67,6 +67,7 @@ from keras_transformer.config import PAPER_BEAM_SIZE, RunConfig, parse_minutes
 from keras_transformer.data import pipeline, sources
 from keras_transformer.data.tokenizer import Tokenizer
 from keras_transformer.decoding import evaluation
+from keras_transformer.files import atomic_open
 from keras_transformer.modeling import presets
 from keras_transformer.modeling.special_ids import PAD_ID
 from keras_transformer.run_dir import RunDir
@@ -361,7 +362,8 @@ def ours(dataset, test, minutes, model_dir):
     run_dir = RunDir(model_dir)
     if run_dir.has_config() and os.path.exists(run_dir.hypotheses_path("test")):  # an earlier call's, finished
         finished = run_dir.load_config()
-        given = (finished.dataset, finished.test, parse_minutes(finished.time_budget or "0"))
+        given = (finished.dataset, finished.test,
+                 parse_minutes(finished.time_budget) if finished.time_budget else None)
         if given != (dataset, test, parse_minutes(str(minutes))):
             raise ValueError(f"{model_dir!r} holds a finished run of --dataset {finished.dataset!r} --test "
                              f"{finished.test!r} --time-budget {finished.time_budget}; give another --peer-dir.")
@@ -630,10 +632,9 @@ def fingerprint(path):
 
 
 def save_record(path, inputs, outcome):
-    """Writes what a stage made of `inputs` (JSON-able) to `path`, whole or not at all."""
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
+    """Writes what a stage made of `inputs` (JSON-able) to `path`, whole or not at all (`files.atomic_open`)."""
+    with atomic_open(path) as f:
         json.dump({"inputs": inputs, "outcome": outcome}, f, indent=1)
-    os.replace(path + ".tmp", path)
 
 
 def reusable(path, inputs):
