@@ -148,8 +148,8 @@ REFERENCE_WARMUP = {"tiny": 800, "small": 800, "base": PAPER_WARMUP_STEPS, "big"
 # climbing as 400 updates do 33.17, as 800 do 33.04 (a tie), as 200 do 21.99
 # (it stalled); its short pairs at 10 minutes, 400: 34.95, 800: 33.98;
 # Tatoeba's everyday sentences at 17 minutes (459 pairs), 400: 25.45 and
-# 25.40 (two runs), 800: 26.31. Each shape's difference is under its spread
-# on 200 pairs; 400 is kept, as nothing beat it by more.
+# 25.40 (two runs), 800: 26.31. No shape's difference reaches a point; 400
+# is kept, as nothing beat it by that, and twice as steep stalled.
 PRE_NORM_REFERENCE_WARMUP = {"tiny": 400, "small": 400}
 # What the recipe and the budget's plan may set (`choose`, `recipe.plan_budget`).
 CHOSEN = ("vocab_size", "batch_tokens", "preset", "norm_first", "dropout", "label_smoothing", "max_length",
