@@ -235,7 +235,8 @@ def probe_seconds_per_update(model, batches, updates=PROBE_UPDATES, untimed=PROB
         def on_train_batch_end(self, batch, logs=None):
             ends.append(clock())
 
-    model.fit(batches, epochs=1, steps_per_epoch=untimed + updates, verbose=0, callbacks=[Clock()])
+    model.fit(batches, epochs=1, steps_per_epoch=untimed + updates, shuffle=False, verbose=0,
+              callbacks=[Clock()])
     return (ends[-1] - ends[untimed - 1]) / updates
 
 

@@ -13,6 +13,8 @@ Each function takes the settings sections it uses (`config.DataSettings`,
 `DecodingSettings`) and the run folder (`run_dir.RunDir`).
 """
 
+import warnings
+
 import keras
 
 from keras_transformer.config import parse_minutes
@@ -146,14 +148,22 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
                                   process_start=budget_start, validation=scorer,
                                   warmup_steps=variables.warmup_steps, rate_scale=variables.scale)
         callbacks.append(timer)
-    model.fit(
-        train_batches,
-        epochs=training.steps // training.interval,
-        steps_per_epoch=training.interval * training.grad_accum,
-        validation_data=validation_batches,
-        callbacks=callbacks,
-        verbose=verbose,
-    )
+    with warnings.catch_warnings():
+        # Keras learns the length of the validation batches (bucketed by
+        # length, so of unknown cardinality) on its first pass over them and
+        # says "Your input ran out of data; interrupting training" when it
+        # does. Nothing is interrupted: the training batches repeat forever
+        # and validation ends where it should.
+        warnings.filterwarnings("ignore", message="Your input ran out of data", category=UserWarning)
+        model.fit(
+            train_batches,
+            epochs=training.steps // training.interval,
+            steps_per_epoch=training.interval * training.grad_accum,
+            validation_data=validation_batches,
+            shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data input, and warns
+            callbacks=callbacks,
+            verbose=verbose,
+        )
     if timer is not None:
         print(timer.summary(), flush=True)
     return model, tokenizer

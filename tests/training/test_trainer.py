@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import h5py
 import keras
@@ -14,7 +15,7 @@ import tensorflow as tf
 import keras_transformer as kt
 from keras_transformer.config import RunConfig
 from keras_transformer.run_dir import RunDir
-from keras_transformer.training import bleu_validation, trainer
+from keras_transformer.training import bleu_validation, recipe, trainer
 from tests.conftest import ROOT, build_model, write_tsv
 
 TRAIN_SCRIPT = os.path.join(ROOT, "scripts", "train.py")
@@ -166,6 +167,31 @@ def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step
         assert names and all(np.array_equal(b[name][()], c[name][()]) for name in names)
     seconds = [state["scores"][e]["seconds"] for e in range(12)]
     assert seconds == sorted(seconds)  # the resumed run continued the clock
+
+
+def test_a_run_raises_none_of_the_warnings_keras_gives_about_tf_data_inputs(small_corpus, tmp_path, monkeypatch):
+    """Keras warns that `shuffle=True` is ignored on a tf.data input, and that
+    "your input ran out of data; interrupting training" when its first pass
+    over the validation batches learns their number. Neither asks anything of
+    the user (the pipeline shuffles, and nothing is interrupted), so a run says neither."""
+    train, _ = small_corpus
+    config = RunConfig(dataset=write_tsv(tmp_path / "corpus.tsv", train[:400]), preset="tiny", vocab_size=500,
+                       max_length=32, steps=4, checkpoint_every=2, batch_tokens=512, precision="float32",
+                       bleu_sentences=0, model_dir=str(tmp_path / "run"), export_dir="")
+    evaluations = []
+    evaluate = kt.Transformer.evaluate
+
+    def counted(self, *args, **kwargs):  # fit's validation pass after each interval
+        evaluations.append(evaluate(self, *args, **kwargs))
+        return evaluations[-1]
+
+    monkeypatch.setattr(kt.Transformer, "evaluate", counted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        recipe.train(config, verbose=0)
+    said = [str(w.message) for w in caught]
+    assert not [m for m in said if "ran out of data" in m or "shuffle=True" in m], said
+    assert len(evaluations) == 2  # both intervals' validation passes ran
 
 
 @pytest.mark.parametrize("cooldown,grad_accum", [(0.4, 1), (0.4, 2), (0.0, 1)])
