@@ -155,15 +155,16 @@ class TrainingSettings:
         "default", "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (reads "
         "TF_CONFIG), tpu.")
     steps: int = setting(
-        800, "Optimizer updates to run in total (the paper: 100000 for base, 300000 for big). With --time-budget "
-        "the budget wins: the run plans its own updates and ignores this flag.")
+        800, "Optimizer updates to run in total (the paper: 100000 for base, 300000 for big). Not with "
+        "--time-budget, whose clock ends training.")
     time_budget: str | None = setting(
-        None, "Spend this long on the whole command: minutes (25), or 90m, 1.5h. The run measures this machine, "
-        "plans its updates, checkpoint interval and warm-up, ends its learning rate at zero when training's "
-        "share is spent, and chooses what you did not set (model, vocabulary, dropout, ...) from the corpus' "
-        "size and the budget; it prints a 'recipe:' block saying why. The budget covers everything from the "
-        "process's start: training, validation, the model choice, the test and the export, the last three "
-        "priced from the run's own validation decode. A run started again continues its budget.")
+        None, "Spend this long on the whole command: minutes (25), or 90m, 1.5h. The run chooses what you did not "
+        "set (model, vocabulary, dropout, ...) from the corpus' size and what this machine makes of the budget, "
+        "and prints a 'recipe:' block saying why. Training gets the time the rest leaves: the learning rate "
+        "follows training's clock to zero when that time is spent, with a checkpoint at every sixth of it. The "
+        "budget covers everything from the process's start: training, validation, the model choice, the test and "
+        "the export, the last three priced from the run's own timing of its beam search. A run started again "
+        "continues its budget.")
     grad_accum: int = setting(1, "Accumulate gradients over this many batches per update.")
     jit_compile: bool = setting(False, "Compile the train step with XLA.")
     warmup_steps: int = setting(
@@ -175,8 +176,10 @@ class TrainingSettings:
     cooldown: float = setting(
         0.5, "Fraction of the run, at its end, over which the learning rate falls linearly to zero (0: none, the "
         "paper's inverse square root to the last update; the default suits the short built-in run; under "
-        "--time-budget the recipe sets its own share, printed in its 'recipe:' block).")
-    checkpoint_every: int = setting(200, "Updates between checkpoints (and validation runs and backups).")
+        "--time-budget a share of training's time, printed in its 'recipe:' block).")
+    checkpoint_every: int = setting(
+        200, "Updates between checkpoints (and validation runs and backups). Not with --time-budget, which places "
+        "a checkpoint at every sixth of training's time.")
     keep_checkpoints: int = setting(5, "Checkpoints kept on disk; the paper averages the last 5 (base) or 20 (big).")
     average_last: int = setting(
         5, "At the end, average the last this many kept checkpoints (the paper: 5 for base, 20 for big); the last, "

@@ -825,16 +825,16 @@ def test_real_data_commands(tmp_path, small_corpus):
     command = docs_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ")
     assert command.endswith(" --time-budget 25")
     model_dir = re.search(r"--model-dir (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
-    scale = TINY_SCALE + ["--vocab-size", "500", "--checkpoint-every", "2", "--bleu-sentences", "5",
-                          "--max-output-extra", "5", "--time-budget", "1.5", "--model-dir", model_dir]
+    # The clock places a budget's checkpoints: no --steps or --checkpoint-every.
+    scale = ["--preset", "tiny", "--batch-tokens", "1024", "--vocab-size", "500", "--bleu-sentences", "5",
+             "--max-output-extra", "5", "--time-budget", "1.5", "--model-dir", model_dir]
     # The probe says 0.4 s an update, as on a CPU: a short run, whatever machine runs this test.
     out = bash(checkout, command, KT_TEST_SCALE=json.dumps({"train.py": scale}), KT_TEST_PROBE_SECONDS="0.4").stdout
-    assert "recipe:\n" in out and "Time budget: 1.5 minutes; planned " in out
+    assert "recipe:\n" in out and "Time budget: 1.5 minutes; the command took " in out
     assert re.search(rf"^Run folder: {re.escape(model_dir)}$", out, re.M)
     assert re.search(r"^  norm_first True: the budget buys about [\d,]+ updates", out, re.M)  # a short run
-    planned = json.loads((checkout / model_dir / "budget.json").read_text(encoding="utf-8"))["plan"]
-    # The probe's 0.4 s priced as a run makes its updates (1.09 times), dropout's cost (1.12) in or out.
-    assert 0.4 * 1.09 / 1.12 - 1e-6 <= planned["seconds_per_update"] <= 0.4 * 1.09 * 1.12 + 1e-6
+    record = json.loads((checkout / model_dir / "budget.json").read_text(encoding="utf-8"))
+    assert record["budget_minutes"] == 1.5 and record["updates"] > 0
     assert json.loads((checkout / model_dir / "run_config.json").read_text(encoding="utf-8"))["norm_first"] is True
     # 300 training lines: validation draws 7 (2.5%), the explicit test set leaves training as it is.
     assert "Training data: 293 pairs from libreoffice.train.tsv; skipped lines: none; " \
@@ -850,9 +850,8 @@ def test_real_data_commands(tmp_path, small_corpus):
     plotted = bash(checkout, docs_command(r"^python scripts/plot_history\.py ")).stdout.splitlines()
     output = re.search(r"--output (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
     assert plotted[0].split() == ["updates", "minutes", "val_bleu", "val_chrf"]
-    updates = [int(line.split()[0]) for line in plotted[1:-1]]  # every 2 (the scale's interval) until the budget
-    # (a loaded machine may fit a single interval in the 1.5 minutes)
-    assert updates and updates[:-1] == list(range(2, 2 * len(updates), 2)) and updates == sorted(set(updates))
+    updates = [int(line.split()[0]) for line in plotted[1:-1]]  # at each sixth of training's time
+    assert 1 <= len(updates) <= 6 and updates == sorted(set(updates)) and updates[-1] == record["updates"]
     assert plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -90,7 +90,7 @@ LEARNING_RATE_SWEEP = (0.25, 0.5, 1.0)
 EXTRA_SWEEP_RUNS = 2
 # eole validates (perplexity on the validation pairs) and saves a checkpoint
 # this many times a run, as this package's budget aims to.
-VALIDATIONS = budget.TARGET_INTERVALS
+VALIDATIONS = budget.INTERVALS
 # Seconds of eole training timed to measure its speed and its batches (not
 # counted in its budget); it logs every PROBE_REPORT_EVERY updates.
 PROBE_SECONDS = 150.0
@@ -383,8 +383,8 @@ def finished_run(model_dir):
     the run had no time budget or did not translate its test split."""
     run_dir = RunDir(model_dir)
     config = run_dir.load_config()
-    budget = run_dir.read_budget()
-    if budget is None or "made_updates" not in budget:
+    record = budget.load(run_dir)
+    if record is None or not record.updates:
         raise ValueError(f"{run_dir.budget_path!r} does not record a finished --time-budget run; the comparison "
                          "gives eole the budget of such a run.")
     hypotheses_path = run_dir.hypotheses_path("test")
@@ -393,8 +393,8 @@ def finished_run(model_dir):
                          "(train.py --test).")
     _, references = sources.read_split(config.data, "test")
     scores = evaluation.score(read_lines(hypotheses_path), references)
-    return (PeerResult("keras_transformer", scores, budget["made_updates"], budget["spent_seconds"]), config,
-            f"{budget['budget_minutes']:g}")
+    return (PeerResult("keras_transformer", scores, record.updates, record.spent), config,
+            f"{record.budget_minutes:g}")
 
 
 def _read(path):

@@ -21,19 +21,18 @@ best interval and the patience counter from the rest, so they are what an
 uninterrupted run would have.
 
 Given a beam search (`beam_translate`, as a time-budgeted run gives it),
-it also times beam decodes of the same sentences: first at the validation
+it also times a beam decode of the same sentences, which prices the work
+after training (`training.budget.after_training`): first at the validation
 that ends the second interval (the first's model is untrained, its outputs
 run to the length limit), after an untimed decode of one sentence that
-traces the search (`trace_seconds`, which prices the export's traces), then
-again whenever the model has made BEAM_RETIME_GROWTH times the updates it
-had at the last timing (the cost moves as the model trains). `beam_cost`,
-the beam decode's seconds (at its outputs' own length, or the references'
-where it ran longer) over the greedy one's at the references' length,
-prices the work after training (`budget.TimeBudget.after_training`), and
-`latest_is_best` tells it whether the last validation scored the best so
-far (the model choice then has no separate best checkpoint to decode).
+traces the search, then again whenever the model has made
+BEAM_RETIME_GROWTH times the updates it had at the last timing (the cost
+moves as the model trains). The timing (`budget.BeamTiming`) goes to the
+validation record, with the seconds it took at each validation that made it
+(`read_beam_timing`, `beam_timing_seconds`).
 """
 
+import dataclasses
 import os
 import shutil
 import time
@@ -42,22 +41,18 @@ import keras
 
 from keras_transformer.decoding import evaluation
 from keras_transformer.files import atomic_path
+from keras_transformer.training.budget import BeamTiming
 
-# The beam search's cost in greedy decodes moves as the model trains, and
-# one timing of it is noisy. On LibreOffice at 25 minutes (mixed_bfloat16,
-# 2-core AMD EPYC): on one VM the second validation's model took 2.32-2.41
-# greedy decodes where the final model's choice decodes implied about 1.6; on
-# another, about 2.1 at the second validation (2.35 s against a greedy 1.1)
-# and 2.44 at the fourth, where the choice's decodes implied about 2.1.
-# Timing again each time the updates double keeps the figure the parts are
-# priced at from a recent model, at a handful of decodes (the second
-# interval's model, the fourth's, the eighth's).
+# The beam search's seconds move as the model trains (LibreOffice at 25 minutes:
+# 2.35 s at the second validation, 2.1 s for the final model); timed again each
+# time the updates double, at a handful of decodes.
 BEAM_RETIME_GROWTH = 2.0
 
 
 def read_state(run_dir):
     """{"scores": {interval: {"val_bleu", "val_chrf", "updates", "seconds"}}, "best_epoch": int | None}
-    of a run (empty when nothing was scored yet). Intervals count from 0;
+    of a run (empty when nothing was scored yet), and "beam": the latest
+    timing of the beam search, if any (`read_beam_timing`). Intervals count from 0;
     "best_epoch" is the best interval (the record's key keeps the name Keras
     gives an interval, so that older run folders read the same); "seconds"
     are training seconds (validation included) since the run began, resumed
@@ -67,6 +62,17 @@ def read_state(run_dir):
         return {"scores": {}, "best_epoch": None}
     state["scores"] = {int(interval): scores for interval, scores in state["scores"].items()}
     return state
+
+
+def read_beam_timing(run_dir):
+    """The latest `budget.BeamTiming` in a run's validation record, or None."""
+    beam = read_state(run_dir).get("beam")
+    return None if beam is None else BeamTiming(**beam)
+
+
+def beam_timing_seconds(run_dir, interval):
+    """What timing the beam search took at the validation of `interval` (0 where it was not timed)."""
+    return read_state(run_dir)["scores"].get(interval, {}).get("beam_seconds", 0.0)
 
 
 def progress(scores):
@@ -127,25 +133,14 @@ class BleuValidation(keras.callbacks.Callback):
             translator.translate(texts).best` of a `decoding.Translator`).
         patience: stop after this many intervals without a better val_bleu (0: never).
         updates_per_interval: optimizer updates in one interval, recorded with the
-            scores (with the training seconds so far) for plotting.
+            scores (with the training seconds so far) for plotting; None where
+            intervals end by the clock (a time budget): the optimizer's count.
         decode_batch_size: the batches `translate` decodes in (`Translator.translate`'s).
         beam_translate: as `translate`, with the beam search the model
-            choice and the test use (or None: no `beam_cost`), timed at
-            the second interval's end and whenever the updates have doubled
-            since (BEAM_RETIME_GROWTH).
+            choice and the test use (or None: not timed), timed at the second
+            interval's end and whenever the updates have doubled since
+            (BEAM_RETIME_GROWTH).
         clock: seconds (tests pass a fake one).
-
-    After each decode it keeps its `decode_seconds`, and the
-    `expected_decode_seconds` at the references' length (see the function
-    of that name), which `budget.TimeBudget` prices the work after
-    training from. With `beam_translate`: `beam_cost`, last measured (None
-    before), at the model of `beam_updates` updates; `trace_seconds`, the
-    first (tracing) beam decode of one sentence; and `beam_seconds`, what the
-    last validation spent measuring them (0.0 at the others). A resumed run
-    restores the first three (`budget.TimeBudget`). `latest_is_best`: whether
-    the last validation scored the best val_bleu so far (the first of equal
-    scores counts), which tells the budget whether the model choice will
-    have a best checkpoint apart from the last to decode.
     """
 
     def __init__(self, run_dir, sentences, references, translate, patience=0, updates_per_interval=1,
@@ -158,13 +153,11 @@ class BleuValidation(keras.callbacks.Callback):
         self.sentences, self.references = list(sentences), list(references)
         self.translate = translate
         self.patience = int(patience)
-        self.updates_per_interval = int(updates_per_interval)
+        self.updates_per_interval = None if updates_per_interval is None else int(updates_per_interval)
         self.decode_batch_size = int(decode_batch_size)
         self.state = None
-        self.decode_seconds = self.expected_decode_seconds = None  # the last decode's, for `budget.TimeBudget`
         self.beam_translate, self.clock = beam_translate, clock
-        self.beam_cost, self.beam_updates, self.trace_seconds, self.beam_seconds = None, None, None, 0.0
-        self._traced = False  # whether this process has traced the beam search
+        self._trace_seconds = None  # this process's trace of the beam search, once made
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.state is not None:
@@ -187,19 +180,14 @@ class BleuValidation(keras.callbacks.Callback):
         self._start = self.clock()
 
     def on_epoch_end(self, epoch, logs=None):
-        decode_start = self.clock()
         hypotheses = self.translate(self.sentences)
-        self.decode_seconds = self.clock() - decode_start
-        self.expected_decode_seconds = expected_decode_seconds(
-            self.decode_seconds, self.sentences, hypotheses, self.references, self.decode_batch_size)
-        self.beam_seconds = 0.0
         updates = self._updates(epoch)
-        if self.beam_translate is not None and epoch >= 1 and self._beam_due(updates):
-            self._measure_beam_cost(updates)
         scores = evaluation.score(hypotheses, self.references)
         figures = {"val_bleu": scores["bleu"], "val_chrf": scores["chrf"]}
         if logs is not None:
             logs.update(figures)
+        if self.beam_translate is not None and epoch >= 1 and self._beam_due(updates):
+            figures["beam_seconds"] = self._time_beam_search(updates)
         figures.update(updates=updates, seconds=self._seconds_before + self.clock() - self._start)
         self.state["scores"][epoch] = figures
         best, waited = progress(self.state["scores"])
@@ -214,56 +202,51 @@ class BleuValidation(keras.callbacks.Callback):
                   flush=True)
             self.model.stop_training = True
 
-    @property
-    def latest_is_best(self):
-        """Whether the latest interval scored so far is the best one (False before any)."""
-        scores = self.state["scores"] if self.state is not None else {}
-        return bool(scores) and self.state["best_epoch"] == max(scores)
-
     def _beam_due(self, updates):
         """Whether the beam search is timed at this validation, of a model of
-        `updates` updates: never timed yet (no `beam_updates`), or the updates grew
-        BEAM_RETIME_GROWTH-fold since."""
-        return updates >= BEAM_RETIME_GROWTH * (self.beam_updates or 0)
+        `updates` updates: never timed yet, or the updates grew
+        BEAM_RETIME_GROWTH-fold since the last timing."""
+        timed = self.state.get("beam")
+        return timed is None or updates >= BEAM_RETIME_GROWTH * timed["updates"]
 
-    def _measure_beam_cost(self, updates):
-        """`beam_cost` from one beam decode of the sentences; before it, in a
-        process that has not traced the search, an untimed one of the first
-        sentence, which traces it (`trace_seconds`).
-        The beam decode keeps its outputs' own length unless they ran longer
-        than the references: at alpha 0.6 they end short of the references
-        in the final model too, which the choice and the test decode. On
-        LibreOffice's 200 validation sentences (25 minutes, float32, 2-core
-        AMD EPYC family 25) the beam outputs of the model at 1,152 updates
-        had 3,534 words against the references' 4,014, the final model's
-        3,731; stretched to 4,014, that timing priced a beam decode at 7.3 s
-        where the final model's took 5.0-5.8, and the choice and the test
-        took 0.63 times their price."""
+    def _time_beam_search(self, updates):
+        """Times one beam decode of the sentences into the state's "beam"
+        (`budget.BeamTiming`), after an untimed decode of the first sentence
+        in a process that has not traced the search (its seconds are the
+        timing's `trace_seconds`). Returns the seconds all this took.
+        The decode keeps its outputs' own length unless they ran longer than
+        the references: at alpha 0.6 they end short of the references in the
+        final model too, which the choice and the test decode (LibreOffice's
+        200 validation sentences: 3,534 words at 1,152 updates, 3,731 in the
+        final model, against the references' 4,014)."""
         start = self.clock()
-        if not self._traced:
+        if self._trace_seconds is None:
             self.beam_translate(self.sentences[:1])
-            self._traced = True
-            self.trace_seconds = self.clock() - start
+            self._trace_seconds = self.clock() - start
         decode_start = self.clock()
         hypotheses = self.beam_translate(self.sentences)
         end = self.clock()
-        beam = expected_decode_seconds(end - decode_start, self.sentences, hypotheses, self.references,
-                                       self.decode_batch_size, stretch=False)
-        self.beam_cost = beam / max(self.expected_decode_seconds, 1e-9)
-        self.beam_updates = updates
-        self.beam_seconds = end - start
+        seconds = expected_decode_seconds(end - decode_start, self.sentences, hypotheses, self.references,
+                                          self.decode_batch_size, stretch=False)
+        self.state["beam"] = dataclasses.asdict(BeamTiming(seconds, len(self.sentences), self._trace_seconds,
+                                                           updates))
+        return end - start
 
     def _updates(self, interval):
-        """Updates made by the end of `interval`: a whole number of intervals,
-        unless a time budget ended this one early (the optimizer's count)."""
-        nominal = (interval + 1) * self.updates_per_interval
+        """Updates made by the end of `interval`: the optimizer's count where
+        the clock ends intervals, else a whole number of intervals (unless
+        the run stopped within one)."""
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is None:
-            return nominal
+            return (interval + 1) * (self.updates_per_interval or 1)
         accumulation = getattr(optimizer, "gradient_accumulation_steps", None) or 1
         counted = int(keras.ops.convert_to_numpy(optimizer.iterations)) // accumulation
+        if self.updates_per_interval is None:
+            return counted
+        nominal = (interval + 1) * self.updates_per_interval
         return counted if 0 < counted < nominal else nominal
 
     def _write_state(self):
+        beam = {"beam": self.state["beam"]} if "beam" in self.state else {}
         self.run_dir.write_validation_state({"scores": {str(e): s for e, s in sorted(self.state["scores"].items())},
-                                             "best_epoch": self.state["best_epoch"]})
+                                             "best_epoch": self.state["best_epoch"], **beam})

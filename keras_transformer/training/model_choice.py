@@ -106,7 +106,7 @@ def choose_alpha(run_dir, choice, translate_at, sentences, references, alphas=AL
         beam search at that length penalty.
     worth_trying: None, or () -> bool, asked before each further alpha; at
         the first False the rest of `alphas` are not tried (a time budget's
-        guard, `budget.decode_fits`). `alpha_scores` holds those tried.
+        guard, `budget.alpha_fits`). `alpha_scores` holds those tried.
     """
     scores = {alphas[0]: choice.scores[choice.chosen]}
     for alpha in alphas[1:]:

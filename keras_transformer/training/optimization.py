@@ -2,8 +2,6 @@
 linear cool-down and gradient-accumulation wrappers around it, and the Adam
 set-up of section 5.3 (`make_optimizer`)."""
 
-import dataclasses
-
 import keras
 from keras import ops
 
@@ -23,8 +21,6 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         d_model: int. Model width (512 for base, 1024 for big).
         warmup_steps: int. 4000 in the paper (`config.PAPER_WARMUP_STEPS`, the default).
         scale: float. Multiplies the whole schedule (1.0 in the paper).
-        Either of the last two may be a `keras.Variable` that training sets
-        (a time budget's revision: `budget.TimeBudget.revise`).
 
     Example:
     >>> schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
@@ -32,14 +28,14 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, d_model, warmup_steps=PAPER_WARMUP_STEPS, scale=1.0):
-        if int(d_model) < 1 or _value(warmup_steps) < 1:
+        if int(d_model) < 1 or int(warmup_steps) < 1:
             raise ValueError(
                 f"d_model and warmup_steps must be positive; got d_model={d_model}, "
-                f"warmup_steps={_value(warmup_steps):g}."
+                f"warmup_steps={warmup_steps}."
             )
         self.d_model = int(d_model)
-        self.warmup_steps = warmup_steps if isinstance(warmup_steps, keras.Variable) else int(warmup_steps)
-        self.scale = scale if isinstance(scale, keras.Variable) else float(scale)
+        self.warmup_steps = int(warmup_steps)
+        self.scale = float(scale)
 
     def __call__(self, step):
         step = ops.maximum(ops.cast(step, "float32"), 1.0)
@@ -48,13 +44,7 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return ops.cast(ops.convert_to_tensor(self.scale), "float32") * self.d_model**-0.5 * decay
 
     def get_config(self):
-        return {"d_model": self.d_model, "warmup_steps": int(_value(self.warmup_steps)),
-                "scale": _value(self.scale)}
-
-
-def _value(number):
-    """A number or a `keras.Variable`'s value, as a float."""
-    return float(ops.convert_to_numpy(number)) if isinstance(number, keras.Variable) else float(number)
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
 
 
 def paper_adam(schedule, **kwargs):
@@ -150,70 +140,49 @@ class LinearCooldown(_WrapsSchedule):
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
-class BudgetCooldown(_WrapsSchedule):
+class ClockCooldown(_WrapsSchedule):
     """`schedule`, scaled down linearly to zero over the last `cooldown` share
-    of a run whose length is a variable that training refines.
+    of a run's training time.
 
-    lrate(step) = schedule(step) * clip((total - step) / (cooldown * total), 0, 1)
+    lrate(step) = schedule(step) * clip((1 - progress) / cooldown, 0, 1)
 
-    `total` is a non-trainable variable (`TimeBudget` assigns it); the
-    saved config records its value.
+    `progress` is the share of training's time spent, a non-trainable
+    variable that a time budget's clock sets after every update
+    (`budget_callback.TimeBudget`), so the rate reaches zero when the time
+    ends, whatever the number of updates. The saved config records its value.
+
+    References:
+        Li, Yumer and Ramanan, "Budgeted Training", ICLR 2020.
     """
 
-    def __init__(self, schedule, total_updates, cooldown):
+    def __init__(self, schedule, progress=0.0, cooldown=0.5):
         if not 0.0 < float(cooldown) <= 1.0:
             raise ValueError(f"cooldown must be in (0, 1]; got {cooldown}.")
         self.schedule = schedule
         self.cooldown = float(cooldown)
-        if isinstance(total_updates, (int, float)):
-            total_updates = keras.Variable(float(total_updates), trainable=False, dtype="float32",
-                                           name="budget_total_updates")
-        self.total_updates = total_updates
+        if not isinstance(progress, keras.Variable):
+            progress = keras.Variable(float(progress), trainable=False, dtype="float32", name="budget_progress")
+        self.progress = progress
 
     def __call__(self, step):
-        total = ops.convert_to_tensor(self.total_updates)
-        remaining = (total - ops.cast(step, "float32")) / (self.cooldown * total)
+        remaining = (1.0 - ops.convert_to_tensor(self.progress)) / self.cooldown
         return self.schedule(step) * ops.clip(remaining, 0.0, 1.0)
 
     def get_config(self):
         return {"schedule": keras.saving.serialize_keras_object(self.schedule),
-                "total_updates": float(ops.convert_to_numpy(self.total_updates)), "cooldown": self.cooldown}
+                "progress": float(ops.convert_to_numpy(self.progress)), "cooldown": self.cooldown}
 
 
-@dataclasses.dataclass(frozen=True)
-class BudgetVariables:
-    """The values of a time-budgeted run's schedule that training sets
-    (`budget.TimeBudget`): the updates where the cool-down ends, and the
-    warm-up and scale, which its revision after the first interval may change."""
-
-    total_updates: keras.Variable
-    warmup_steps: keras.Variable
-    scale: keras.Variable
-
-    @classmethod
-    def create(cls, updates, training):
-        """Variables at the plan's `updates` and `training`'s warm-up and scale."""
-        def variable(value, name):
-            return keras.Variable(float(value), trainable=False, dtype="float32", name=name)
-
-        return cls(variable(updates, "budget_total"), variable(training.warmup_steps, "budget_warmup"),
-                   variable(training.learning_rate_scale, "budget_rate_scale"))
-
-
-def make_schedule(d_model, training, budget=None):
-    """The run's schedule: the paper's warm-up and inverse square root, with the
-    linear cool-down of `training.cooldown` and counted per update under
+def make_schedule(d_model, training, progress=None):
+    """The run's schedule: the paper's warm-up and inverse square root, with
+    the linear cool-down of `training.cooldown`, counted per update under
     gradient accumulation. `training`: a `config.TrainingSettings`. With
-    `budget` (a time budget's `BudgetVariables`), the cool-down ends at a
-    length that training refines (`BudgetCooldown`), and the warm-up and
-    scale are its variables."""
-    if budget is None:
-        schedule = TransformerSchedule(d_model, training.warmup_steps, training.learning_rate_scale)
-    else:
-        schedule = TransformerSchedule(d_model, budget.warmup_steps, budget.scale)
+    `progress` (a time budget's clock, `ClockCooldown`), the cool-down is a
+    share of training's time; without, of `training.steps`."""
+    schedule = TransformerSchedule(d_model, training.warmup_steps, training.learning_rate_scale)
     cooldown_steps = round(training.cooldown * training.steps)
-    if budget is not None:
-        schedule = BudgetCooldown(schedule, budget.total_updates, training.cooldown)
+    if progress is not None:
+        schedule = ClockCooldown(schedule, progress, training.cooldown)
     elif cooldown_steps:
         schedule = LinearCooldown(schedule, training.steps, cooldown_steps)
     if training.grad_accum > 1:
@@ -221,7 +190,7 @@ def make_schedule(d_model, training, budget=None):
     return schedule
 
 
-def make_optimizer(d_model, training, budget=None):
+def make_optimizer(d_model, training, progress=None):
     """Adam(0.9, 0.98, 1e-9) on `make_schedule`, accumulating `training.grad_accum` batches per update."""
-    return paper_adam(make_schedule(d_model, training, budget),
+    return paper_adam(make_schedule(d_model, training, progress),
                       gradient_accumulation_steps=training.grad_accum if training.grad_accum > 1 else None)

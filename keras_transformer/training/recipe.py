@@ -7,7 +7,7 @@ the default folders, resolves the precision, records the run in its folder
 `train_and_evaluate(config)` is the paper's whole procedure as one command,
 a straight line of stages:
 1. with a time budget (`plan_budget`), measure the corpus, choose the recipe
-   (probing this machine), plan the budget and schedule the run by the plan;
+   (probing this machine) and start the budget's record;
 2. train (or resume) with `trainer.train`, scoring validation BLEU after
    every checkpoint interval and keeping the best checkpoint (`train`);
 3. average the last `config.average_last` kept checkpoints and score the
@@ -18,8 +18,9 @@ a straight line of stages:
 4. score the chosen model on the test split with sacreBLEU, chrF and
    sentence-level exact match, and show a few examples (`score_on_test`);
 5. export it as a SavedModel for TF Serving.
-Under a time budget, each stage after training is timed into the run's
-budget record (`PartClock`).
+Under a time budget, training's schedule reads the clock (`training.budget`),
+and each stage after training is timed into the run's budget record
+(`PartClock`).
 """
 
 import contextlib
@@ -82,10 +83,8 @@ def _blocks_resolved(config):
 
 def probe(config, run_dir, sample):
     """`probe(preset, vocab_size, batch_tokens, max_length)` -> seconds per
-    update that model will make in a run on this machine, in the run's
-    precision: timed by `fit` on batches of the run's pipeline
-    (`budget.probe_seconds_per_update`), times `budget.RUN_OVER_PROBE`
-    (runs make their updates slower than their probes time them).
+    update of that model on this machine, in the run's precision, timed by
+    `fit` on batches of the run's pipeline (`budget.probe_seconds_per_update`).
     The batches come from `sample`, training pairs held in memory (the
     corpus measure's, `corpus_size.training_sample`): the file reader's
     thread stays out, as a training iterator dropped mid-stream with it
@@ -110,75 +109,64 @@ def probe(config, run_dir, sample):
                                       config.norm_first)
             models[preset] = trainer.compile_model(model, config.training)
         batches = pipeline.make_batches(pairs, tokenizer, batch_tokens, max_length, training=True, seed=config.seed)
-        return budget.RUN_OVER_PROBE * budget.probe_seconds_per_update(models[preset], batches)
+        return budget.probe_seconds_per_update(models[preset], batches)
 
     return seconds
 
 
 def plan_budget(config, run_dir, started, fixed=()):
-    """A time-budgeted run's config: resumed as recorded, or made by the
-    recipe's stages on this machine: measure the corpus
-    (`corpus_size.training_sample`), choose the recipe (`auto_config.choose`,
-    which probes the machine on that sample), plan the budget (`budget.plan`)
-    and schedule the run by the plan (`scheduled`). Returns (config, the
-    budget record's start: the plan and the reasons; None when resumed)."""
+    """A time-budgeted run's config and the start of its `budget.Record`:
+    resumed as recorded, or made by the recipe's stages on this machine:
+    measure the corpus (`corpus_size.training_sample`), choose the recipe
+    (`auto_config.choose`, which probes the machine on that sample) and
+    schedule it on the clock (`scheduled`). `started`: the
+    `time.monotonic()` at which this process began."""
     budget_seconds = parse_minutes(config.time_budget) * 60.0
+    for name in {"steps", "checkpoint_every"} & set(fixed):
+        raise ValueError(f"--time-budget ends training, and places its {budget.INTERVALS} checkpoints, by the "
+                         f"clock; --{name.replace('_', '-')} is for runs without a budget.")
     if config.init_from:  # the run it starts from fixes the model's shape and vocabulary
         fixed = set(fixed) | set(INHERITED_BY_INIT_FROM)
-    record = run_dir.read_budget() if run_dir.has_config() else None
-    if record and "plan" in record:
+    record = budget.load(run_dir) if run_dir.has_config() else None
+    if record is not None:
         recorded = run_dir.load_config()
         # The budget and the data must be the run's, and so must what the user set; the recipe's choices are.
         _blocks_resolved(config).check_resumes(
             _blocks_resolved(recorded), [n for n in RESUME_MUST_MATCH if n not in auto_config.CHOSEN or n in fixed])
-        print(f"Resuming a {recorded.time_budget}-minute budget: {record.get('spent_seconds', 0.0) / 60.0:.1f} "
-              "minutes spent.", flush=True)
-        return dataclasses.replace(recorded, model_dir=config.model_dir, export_dir=config.export_dir), None
+        print(f"Resuming a {recorded.time_budget}-minute budget: {record.spent / 60.0:.1f} minutes spent.",
+              flush=True)
+        resumed = dataclasses.replace(record, earlier=record.spent)
+        return dataclasses.replace(recorded, model_dir=config.model_dir, export_dir=config.export_dir), resumed
     if config.strategy != "default":
-        raise ValueError("--time-budget plans the run on one device; use --strategy default.")
+        raise ValueError("--time-budget measures training on one device; use --strategy default.")
     print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
     count, sample = corpus_size.training_sample(config.data, seed=config.seed)
     corpus = corpus_size.from_pairs(count, sample)
-    recipe = auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir, sample), fixed)
-    plan = budget.plan(budget_seconds, time.monotonic() - started, recipe.seconds_per_update,
-                       max_warmup=auto_config.reference_warmup(recipe.config.preset, recipe.config.norm_first),
-                       test_sentences=len(sources.read_split(config.data, "test")[0]),
-                       export_seconds=budget.EXPORT_SECONDS if config.export_dir else 0.0,
-                       choice_decodes=len(model_choice.CANDIDATES),
-                       alpha_decodes=0 if "alpha" in fixed else len(model_choice.ALPHAS) - 1)
-    if "checkpoint_every" in fixed:
-        plan = budget.with_interval(plan, recipe.config.checkpoint_every)
-    # What the revision after the first interval may revise: the epochs, and a warm-up the user did not set.
-    plan = dataclasses.replace(
-        plan, epochs=round(auto_config.epochs(plan.updates, recipe.config.batch_tokens, corpus), 2),
-        reference_warmup=0 if {"warmup_steps", "learning_rate_scale"} & set(fixed) else plan.reference_warmup)
-    recipe = scheduled(recipe, plan, fixed)
+    recipe = scheduled(auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir, sample), fixed),
+                       fixed)
+    work = budget.Work(choice=len(model_choice.CANDIDATES),
+                       alphas=0 if "alpha" in fixed else len(model_choice.ALPHAS) - 1,
+                       test_sentences=len(sources.read_split(config.data, "test")[0]), export=bool(config.export_dir))
+    record = budget.Record(budget_seconds / 60.0, work, recipe.reasons, spent=time.monotonic() - started)
+    budget.check_fits(record, recipe.seconds_per_update)
     print("recipe:\n" + "\n".join(f"  {line}" for line in recipe.reasons), flush=True)
-    return recipe.config, {"plan": dataclasses.asdict(plan), "recipe": list(recipe.reasons), "spent_seconds": 0.0}
+    return recipe.config, record
 
 
-def scheduled(recipe, plan, fixed=()):
-    """The `auto_config.Recipe` with the `budget.Plan`'s updates, checkpoint
-    interval, warm-up, learning-rate scale and cool-down in its config, and
-    a line saying so. What the user set (`fixed`) is kept."""
+def scheduled(recipe, fixed=()):
+    """The `auto_config.Recipe` with its schedule on the clock in its config,
+    and a line saying so: the warm-up of the preset's reference climb
+    (`auto_config.reference_warmup`) at the paper's scale, then the paper's
+    inverse square root, falling linearly to zero over the last
+    `budget.COOLDOWN_SHARE` of training's time. What the user set (`fixed`)
+    is kept."""
     config = recipe.config
-    planned = {"steps": plan.max_updates, "checkpoint_every": plan.interval}
-    if "warmup_steps" not in fixed:
-        planned["warmup_steps"] = plan.warmup
-    if "learning_rate_scale" not in fixed:
-        planned["learning_rate_scale"] = round(auto_config.rate_scale(config.preset, planned.get(
-            "warmup_steps", config.warmup_steps), config.norm_first), 4)
-    if "cooldown" not in fixed:
-        planned["cooldown"] = budget.COOLDOWN_SHARE
-    config = dataclasses.replace(config, **planned)
-    # `rate_scale` is 1 for a warm-up at least the reference's: such a warm-up (one the user set) climbs as its own.
-    reference = auto_config.reference_warmup(config.preset, config.norm_first)
-    climb = ("your flag" if "learning_rate_scale" in fixed else
-             f"climbing as a warm-up of {max(config.warmup_steps, reference)} updates does")
-    line = (f"{plan.updates:,} updates planned at {plan.seconds_per_update:.2f} s each, a checkpoint every "
-            f"{plan.interval}, warm-up {config.warmup_steps} at learning-rate scale "
-            f"{config.learning_rate_scale} ({climb}), then linearly to zero over the last "
-            f"{config.cooldown:.0%} of the updates, at zero when the budget ends")
+    planned = {"warmup_steps": auto_config.reference_warmup(config.preset, config.norm_first),
+               "learning_rate_scale": 1.0, "cooldown": budget.COOLDOWN_SHARE}
+    config = dataclasses.replace(config, **{name: value for name, value in planned.items() if name not in fixed})
+    line = (f"learning rate: warm-up {config.warmup_steps} updates at scale {config.learning_rate_scale:g}, then the "
+            f"inverse square root, falling linearly to zero over the last {config.cooldown:.0%} of training's time; "
+            f"a checkpoint at every {budget.INTERVALS}th of it")
     return dataclasses.replace(recipe, config=config, reasons=recipe.reasons + (line,))
 
 
@@ -207,7 +195,7 @@ def start_run(config, fixed=(), started=None):
         config, record = plan_budget(config, run_dir, started, fixed)
     prepare_run_dir(config, run_dir)
     if record:
-        run_dir.write_budget(record)
+        budget.save(run_dir, record)
     return config, strategy, run_dir, started
 
 
@@ -227,9 +215,9 @@ def first_cooldown_interval(training, run_dir):
     cool-down (the paper averages the last checkpoints of its whole run)."""
     if not training.cooldown:
         return 0
-    record = run_dir.read_budget() if training.time_budget else None
-    updates = record["made_updates"] if record and "made_updates" in record else training.steps
-    return int(updates * (1.0 - training.cooldown)) // training.interval
+    if training.time_budget:  # intervals end at shares of training's time
+        return int(budget.INTERVALS * (1.0 - training.cooldown))
+    return int(training.steps * (1.0 - training.cooldown)) // training.interval
 
 
 def _print_scores(label, scores):
@@ -241,10 +229,11 @@ class PartClock:
     """Times the parts of a command after training, one after the other:
     `with clock.part("choice"): ...`. Under a time budget each part's
     seconds (and the command's so far) go to the run's budget record
-    (`budget.record_part`)."""
+    (`budget.record_part`). `trained`: the `time.monotonic()` at which
+    training ended."""
 
-    def __init__(self, config, run_dir, started):
-        self.budgeted, self.run_dir, self.started = bool(config.time_budget), run_dir, started
+    def __init__(self, config, run_dir, trained):
+        self.budgeted, self.run_dir, self.trained = bool(config.time_budget), run_dir, trained
 
     @contextlib.contextmanager
     def part(self, name):
@@ -252,13 +241,13 @@ class PartClock:
         yield
         now = time.monotonic()
         if self.budgeted:
-            budget.record_part(self.run_dir, name, now - start, command_seconds=now - self.started)
+            budget.record_part(self.run_dir, name, now - start, since_training=now - self.trained)
 
 
 class DecodeTimer:
     """Beam decodes by a `Translator`, timed: `seconds_per_sentence` is the
     last decode's, which prices the time budget's next alpha
-    (`budget.decode_fits`); None until a second decode, since the first
+    (`budget.alpha_fits`); None until a second decode, since the first
     one traces the search (3-4 s on LibreOffice)."""
 
     def __init__(self, translator, clock=time.monotonic):
@@ -352,7 +341,7 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     if not is_chief:
         return result
     run_dir = RunDir(config.model_dir)
-    clock = PartClock(config, run_dir, started)
+    clock = PartClock(config, run_dir, trained)
     with clock.part("choice"):
         sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
         choose_alpha = bool(config.time_budget) and "alpha" not in fixed
@@ -360,11 +349,11 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
         translate = DecodeTimer(make_translator(config.decoding, model, tokenizer, alpha=first_alpha))
         choice = choose_trained_model(config, run_dir, model, translate, sentences, references)
         if choose_alpha:
-            record = run_dir.read_budget()
+            record = budget.load(run_dir)
             config, choice = choose_length_penalty(
                 config, run_dir, translate, choice, sentences, references,
-                worth_trying=lambda: budget.decode_fits(record, time.monotonic() - trained,
-                                                        translate.seconds_per_sentence, len(sentences)))
+                worth_trying=lambda: budget.alpha_fits(record, time.monotonic() - trained,
+                                                       translate.seconds_per_sentence, len(sentences)))
         translator = translate.translator
     result["model_choice"], result["chosen"], result["alpha"] = choice.scores, choice.chosen, config.alpha
     with clock.part("test"):
@@ -377,5 +366,5 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     result["total_seconds"] = time.monotonic() - started
     print(f"Done in {result['total_seconds'] / 60:.1f} minutes.")
     if config.time_budget:
-        print(budget.describe_parts(run_dir.read_budget()), flush=True)
+        print(budget.describe(budget.load(run_dir)), flush=True)
     return result

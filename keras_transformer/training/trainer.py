@@ -17,25 +17,30 @@ import warnings
 
 import keras
 
-from keras_transformer.config import parse_minutes
 from keras_transformer.data import pipeline, sources
 from keras_transformer.decoding.restore import make_translator
 from keras_transformer.modeling.transformer import build_transformer
 from keras_transformer.training import bleu_validation, budget, checkpoints, fine_tuning
+from keras_transformer.training.budget_callback import TimeBudget
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
-from keras_transformer.training.optimization import BudgetVariables, make_optimizer
+from keras_transformer.training.optimization import make_optimizer
 from keras_transformer.training.throughput import Throughput
 from keras_transformer.training.vocabulary import load_tokenizer
 
 
-def compile_model(model, training, metrics=(), budget=None):
+# Under a time budget an interval (a Keras epoch) ends when the clock says
+# (`budget_callback.TimeBudget`), long before this many updates.
+UNBOUNDED_INTERVAL = 2**31 - 1
+
+
+def compile_model(model, training, metrics=(), progress=None):
     """Adam(0.9, 0.98, 1e-9) on the warm-up schedule (with the run's linear
-    cool-down, if any; with a time budget's `optimization.BudgetVariables`,
-    one that ends where training says) and the label-smoothed loss."""
+    cool-down, if any; with a time budget's `progress` variable, one over
+    training's time: `optimization.ClockCooldown`) and the label-smoothed loss."""
     model.compile(
         # Keras wraps it in a LossScaleOptimizer under mixed_float16.
-        optimizer=make_optimizer(model.d_model, training, budget),
+        optimizer=make_optimizer(model.d_model, training, progress),
         loss=LabelSmoothedCrossEntropy(training.label_smoothing),
         metrics=list(metrics),
         jit_compile=training.jit_compile,
@@ -46,8 +51,8 @@ def compile_model(model, training, metrics=(), budget=None):
 def make_callbacks(run_dir, data, training, validation, decoding, accuracy_metric, model, tokenizer):
     """Validation BLEU (first, so that later callbacks see val_bleu), backups,
     kept checkpoints, TensorBoard, TerminateOnNaN and throughput figures.
-    With a time budget the validation also times the run's beam search once
-    (`BleuValidation.beam_cost`).
+    With a time budget the validation also times the run's beam search,
+    which prices the work after training (`budget.after_training`).
 
     run_dir: this worker's `RunDir`."""
     callbacks = [keras.callbacks.TerminateOnNaN()]
@@ -64,7 +69,8 @@ def make_callbacks(run_dir, data, training, validation, decoding, accuracy_metri
                 return beam.translate(texts, progress=False).best
         callbacks.append(bleu_validation.BleuValidation(
             run_dir, sentences, references, lambda texts: translator.translate(texts, progress=False).best,
-            patience=validation.early_stopping, updates_per_interval=training.interval,
+            patience=validation.early_stopping,
+            updates_per_interval=None if training.time_budget else training.interval,
             beam_translate=beam_translate))
     return callbacks + [
         # delete_checkpoint=False: the backup also lets a finished run be re-run as a no-op.
@@ -93,16 +99,18 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
     folder (TensorBoard logs; validation scores in its validation record,
     `plots.history.read_curve`), not returned.
 
-    With `training.time_budget`, the run follows the plan in the run
-    folder's budget record (`budget.Plan`, made by the recipe) and stops
-    when the budget is spent (`budget.TimeBudget`); `budget_start` is the
-    `time.monotonic()` at which this process began spending it.
+    With `training.time_budget`, the run continues the budget record in the
+    run folder (`budget.Record`, started by the recipe): its clock
+    (`budget_callback.TimeBudget`) ends the intervals at shares of
+    training's time and training when that is spent; `budget_start` is the
+    `time.monotonic()` at which this process began spending the budget.
 
     Takes the sections it uses: `config.DataSettings`, `ModelSettings` (its
     precision already resolved), `TrainingSettings`, `ValidationSettings`
     and `DecodingSettings` (the validation decoding's lengths and alpha).
     """
-    if training.steps % training.interval:
+    budgeted = bool(training.time_budget)
+    if not budgeted and training.steps % training.interval:
         raise ValueError(
             f"steps must be a multiple of checkpoint_every; got steps={training.steps}, "
             f"checkpoint_every={training.checkpoint_every}."
@@ -121,33 +129,30 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
         validation_pairs, tokenizer, data.batch_tokens, data.max_length, training=False
     )
 
-    plan = budget.Plan(**run_dir.read_budget()["plan"]) if training.time_budget else None
     with strategy.scope():
         accuracy = MaskedAccuracy()
         model = build_transformer(model_settings.preset, tokenizer.vocab_size, model_settings.precision,
                                   model_settings.dropout, model_settings.norm_first)
         if training.init_from:
             model.load_weights(fine_tuning.initial_weights(training.init_from))
-        variables = None if plan is None else BudgetVariables.create(plan.updates, training)
-        compile_model(model, training, [accuracy], variables)
+        progress = keras.Variable(0.0, trainable=False, dtype="float32", name="budget_progress") if budgeted else None
+        compile_model(model, training, [accuracy], progress)
 
     if bleu_validation.stopped_early(run_dir, validation.early_stopping):
         print(f"The run in {run_dir.path!r} already stopped early; nothing to train.", flush=True)
         model.load_weights(run_dir.checkpoints()[-1])
         return model, tokenizer
-    if plan is not None and run_dir.read_budget().get("stopped") and run_dir.checkpoints():
+    if budgeted and budget.load(run_dir).stopped and run_dir.checkpoints():
         print(f"The run in {run_dir.path!r} has spent its time budget; nothing to train.", flush=True)
         model.load_weights(run_dir.checkpoints()[-1])
         return model, tokenizer
     callbacks = make_callbacks(run_dir, data, training, validation, decoding, accuracy, model, tokenizer)
-    timer = None
-    if plan is not None:  # after BackupAndRestore, which restores a resumed run's update count
-        scorer = next((c for c in callbacks if isinstance(c, bleu_validation.BleuValidation)), None)
-        timer = budget.TimeBudget(run_dir, parse_minutes(training.time_budget) * 60.0, plan,
-                                  variables.total_updates, batches_per_update=training.grad_accum,
-                                  process_start=budget_start, validation=scorer,
-                                  warmup_steps=variables.warmup_steps, rate_scale=variables.scale)
-        callbacks.append(timer)
+    epochs, interval = training.steps // training.interval, training.interval
+    if budgeted:
+        epochs, interval = budget.INTERVALS, UNBOUNDED_INTERVAL
+        callbacks.append(TimeBudget(run_dir, progress, batches_per_update=training.grad_accum,
+                                    process_start=budget_start, verbose=verbose != 0))
+        verbose = 0  # the clock shows training's progress; Keras' bar would count to UNBOUNDED_INTERVAL
     with warnings.catch_warnings():
         # Keras learns the length of the validation batches (bucketed by
         # length, so of unknown cardinality) on its first pass over them and
@@ -157,13 +162,11 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
         warnings.filterwarnings("ignore", message="Your input ran out of data", category=UserWarning)
         model.fit(
             train_batches,
-            epochs=training.steps // training.interval,
-            steps_per_epoch=training.interval * training.grad_accum,
+            epochs=epochs,
+            steps_per_epoch=interval * training.grad_accum,
             validation_data=validation_batches,
             shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data input, and warns
             callbacks=callbacks,
             verbose=verbose,
         )
-    if timer is not None:
-        print(timer.summary(), flush=True)
     return model, tokenizer

@@ -60,35 +60,20 @@ def test_linear_cooldown_rejects_a_length_outside_the_run(cooldown_steps):
         kt.schedule.LinearCooldown(kt.TransformerSchedule(256, 4), 10, cooldown_steps)
 
 
-def test_budget_cooldown_follows_its_variable_to_zero():
-    from keras_transformer.training.optimization import BudgetCooldown
+def test_clock_cooldown_follows_the_share_of_training_time_to_zero():
+    """Before the cool-down the rate is the schedule's, whatever the step;
+    over the last half of training's time it falls linearly to zero."""
+    from keras_transformer.training.optimization import ClockCooldown
 
     base = kt.TransformerSchedule(d_model=64, warmup_steps=10)
-    total = keras.Variable(100.0, trainable=False)
-    schedule = BudgetCooldown(base, total, cooldown=0.5)
-    assert float(schedule(40)) == pytest.approx(float(base(40)))
-    assert float(schedule(75)) == pytest.approx(0.5 * float(base(75)))
-    assert float(schedule(100)) == 0.0
-    total.assign(200.0)  # training found time for more updates: the cool-down moves
-    assert float(schedule(100)) == pytest.approx(float(base(100)))
-    assert float(schedule(150)) == pytest.approx(0.5 * float(base(150)))
-    restored = BudgetCooldown.from_config(schedule.get_config())
-    assert float(restored(150)) == pytest.approx(float(schedule(150)))
+    progress = keras.Variable(0.0, trainable=False)
+    schedule = ClockCooldown(base, progress, cooldown=0.5)
+    for share, factor in ((0.0, 1.0), (0.5, 1.0), (0.75, 0.5), (0.9, 0.2), (1.0, 0.0), (1.2, 0.0)):
+        progress.assign(share)
+        for step in (3, 40, 4000):  # the same share of the time at any update count
+            assert float(schedule(step)) == pytest.approx(factor * float(base(step)), rel=1e-6, abs=1e-12)
+    progress.assign(0.75)
+    restored = ClockCooldown.from_config(schedule.get_config())
+    assert float(restored(40)) == pytest.approx(float(schedule(40)))
     with pytest.raises(ValueError, match=r"cooldown must be in \(0, 1\]; got 0.0"):
-        BudgetCooldown(base, 100, 0.0)
-
-
-def test_a_schedule_with_variable_warmup_and_scale_equals_the_fixed_one_at_their_values():
-    warmup, scale = keras.Variable(100.0, trainable=False), keras.Variable(1.0, trainable=False)
-    schedule = kt.TransformerSchedule(64, warmup, scale)
-    steps = [0, 1, 50, 99, 100, 101, 400]
-    assert [float(schedule(s)) for s in steps] == pytest.approx([float(kt.TransformerSchedule(64, 100)(s))
-                                                                 for s in steps])
-    warmup.assign(64.0)  # revised: the climb stops earlier, at the same line's rate (scale (64/100)^1.5)
-    scale.assign(0.512)
-    assert [float(schedule(s)) for s in steps] == pytest.approx(
-        [float(kt.TransformerSchedule(64, 64, 0.512)(s)) for s in steps])
-    assert float(schedule(50)) == pytest.approx(float(kt.TransformerSchedule(64, 100)(50)))  # still climbing
-    assert schedule.get_config() == {"d_model": 64, "warmup_steps": 64, "scale": pytest.approx(0.512)}
-    with pytest.raises(ValueError, match="warmup_steps=0"):
-        kt.TransformerSchedule(64, keras.Variable(0.0, trainable=False))
+        ClockCooldown(base, 0.0, 0.0)

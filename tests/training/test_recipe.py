@@ -130,10 +130,11 @@ def test_a_run_recorded_without_a_block_placement_resumes_with_its_presets(tmp_p
 @pytest.mark.slow
 def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_corpus, capsys):
     """`train.py --time-budget` end to end on the tiny preset: the recipe's
-    block, the plan and the updates made in the run folder, the last
+    block, the record of what was spent in the run folder, the last
     checkpoint's update count equal to the record's, a second start that
     resumes the spent budget, and the errors for a conflicting or too small
-    budget. Nothing here depends on how fast this machine is."""
+    budget or a flag the clock replaces. Nothing here depends on how fast
+    this machine is."""
     import h5py
 
     from keras_transformer import cli
@@ -151,19 +152,18 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     assert "preset tiny (your flag)" in block
     assert any(line.startswith("vocab_size 800: ") for line in block)  # 1,6xx word types, halved
     run_dir = RunDir(run)
-    record, config = run_dir.read_budget(), run_dir.load_config()
-    assert (config.vocab_size, config.time_budget, config.checkpoint_every) == (800, "1.5", record["plan"]["interval"])
-    assert record["stopped"] and record["made_updates"] >= 1 and record["recipe"][0].startswith("vocab_size 800")
+    record, config = budget.load(run_dir), run_dir.load_config()
+    assert (config.vocab_size, config.time_budget) == (800, "1.5")
+    assert record.stopped and record.updates >= 1 and record.recipe[0].startswith("vocab_size 800")
     with h5py.File(run_dir.checkpoints()[-1], "r") as f:
-        assert int(f["optimizer/vars/0"][()]) == record["made_updates"]  # the updates made are the record's
-    assert f"made {record['made_updates']} " in out and f"planned {record['plan']['updates']} updates" in out
-    # The parts after training were priced, and what each took is recorded (no export here: --export-dir "").
-    parts = record["parts"]
-    assert set(parts) == {"training", "choice", "test", "export"} and parts["export"]["planned"] == 0.0
-    assert all(parts[part]["spent"] > 0 for part in ("training", "choice", "test")) and "spent" not in parts["export"]
-    assert record["command_seconds"] == pytest.approx(sum(parts[part]["spent"] for part in parts
-                                                          if "spent" in parts[part]), abs=1.0)
-    assert budget.describe_parts(record) in out
+        assert int(f["optimizer/vars/0"][()]) == record.updates  # the updates made are the record's
+    # A checkpoint at each sixth of training's time (fewer where validations outgrow the budget), the last kept.
+    assert 1 <= len(record.validations) <= budget.INTERVALS
+    assert len(run_dir.checkpoints()) == min(len(record.validations), config.keep_checkpoints)
+    # What each part after training took is recorded (no export here: --export-dir ""), and the command's total.
+    assert set(record.parts) == {"choice", "test"} and not record.work.export
+    assert record.command_seconds == pytest.approx(record.spent + sum(record.parts.values()), abs=1.0)
+    assert budget.describe(record) in out
     # The length penalty was chosen on the validation sentences, and the run records it for the scripts.
     choice = run_dir.read_choice()
     assert choice["alpha"] in model_choice.ALPHAS and config.alpha == choice["alpha"]
@@ -180,13 +180,15 @@ def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_cor
     code, out, err = run_entry_point(cli.train_main, args, capsys)  # started again: the budget is spent
     assert code == 0, err
     assert "Resuming a 1.5-minute budget" in out
-    assert RunDir(run).read_budget()["made_updates"] == record["made_updates"]
+    assert budget.load(RunDir(run)).updates == record.updates
 
     code, _, err = run_entry_point(cli.train_main, [*args[:3], "3", *args[4:]], capsys)
     assert code == 1 and "--time-budget '1.5' -> '3'" in err
     code, _, err = run_entry_point(cli.train_main, [*args[:3], "1s", *args[4:6], "--model-dir",
                                                     str(tmp_path / "short"), "--export-dir", ""], capsys)
-    assert code == 1 and "--time-budget 0.0166667 minutes leaves time for" in err and "Give at least" in err
+    assert code == 1 and "--time-budget 0.0166667 minutes leaves training" in err and "Give at least" in err
+    code, _, err = run_entry_point(cli.train_main, [*args, "--checkpoint-every", "50"], capsys)
+    assert code == 1 and "--checkpoint-every is for runs without a budget" in err
 
 
 def test_the_probe_trains_the_runs_model_on_its_own_batches_and_vocabulary(tmp_path, small_corpus, monkeypatch):
@@ -218,9 +220,8 @@ def test_the_probe_trains_the_runs_model_on_its_own_batches_and_vocabulary(tmp_p
                 for pair in zip(*recipe.sources.read_split(config.data, split))}
     assert len(sample) == 50 and set(sample) <= set(train) - held_out
     probe = recipe.probe(config, run_dir, sample)
-    # Priced as a run makes its updates, slower than the probe times them: 1.09 times its seconds.
-    assert probe("tiny", 400, 1024, 32) == pytest.approx(0.25 * 1.09)
-    assert probe("tiny", 400, 512, 32) == pytest.approx(0.25 * 1.09)
+    assert probe("tiny", 400, 1024, 32) == 0.25
+    assert probe("tiny", 400, 512, 32) == 0.25
     with pytest.raises(ValueError, match="vocabulary of 400 pieces; it cannot time one of 500"):
         probe("tiny", 500, 512, 32)
     tokenizer = Tokenizer(run_dir.vocabulary_path)
@@ -236,8 +237,8 @@ def test_the_probe_trains_the_runs_model_on_its_own_batches_and_vocabulary(tmp_p
 @pytest.fixture
 def plan_on_a_fake_machine(monkeypatch):
     """`plan(config, fixed=())`: `recipe.plan_budget` for a 20,000-pair corpus
-    with a 500-sentence test split, on a machine that makes an update every
-    1.25 s, in the config's model_dir."""
+    with a 500-sentence test split, on a machine whose probe makes an update
+    every 1.25 s, in the config's model_dir."""
     from keras_transformer.data.corpus_size import CorpusSize
     from keras_transformer.run_dir import RunDir
     from keras_transformer.training import recipe
@@ -275,103 +276,68 @@ def test_a_budgeted_fine_tuning_run_keeps_the_shape_of_the_run_it_starts_from(tm
                        model_dir=str(tmp_path / "run"))
     planned, record = plan_on_a_fake_machine(config)
     assert (planned.preset, planned.vocab_size) == ("tiny", 500)
-    assert "vocab_size 500 (your flag)" in record["recipe"] and "preset tiny (your flag)" in record["recipe"]
-    assert planned.norm_first is None and "norm_first None (your flag)" in record["recipe"]  # the source's blocks
+    assert "vocab_size 500 (your flag)" in record.recipe and "preset tiny (your flag)" in record.recipe
+    assert planned.norm_first is None and "norm_first None (your flag)" in record.recipe  # the source's blocks
     free, _ = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="30", model_dir=str(tmp_path / "other")))
     assert (free.vocab_size, free.norm_first) == (8000, True)  # without --init-from the recipe chooses
 
 
-def test_the_recipe_says_whose_learning_rate_scale_it_is(tmp_path, plan_on_a_fake_machine):
-    """The plan's line says the warm-up climbs as the reference one does only when the recipe chose the scale."""
+def test_the_schedule_climbs_as_the_presets_reference_and_cools_down_on_the_clock(tmp_path,
+                                                                                   plan_on_a_fake_machine):
+    """The recipe's schedule line: the reference climb at the paper's scale,
+    the cool-down over the last half of training's time; a flag the user
+    gave stays, and says so in the line."""
     from keras_transformer.config import RunConfig
+    from keras_transformer.training import budget
 
     chosen, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
                                                       model_dir=str(tmp_path / "a")))
-    assert chosen.learning_rate_scale < 1.0 and chosen.norm_first  # a short run: pre-norm, the steeper climb
-    assert record["recipe"][-1].endswith(f"warm-up {chosen.warmup_steps} at learning-rate scale "
-                                         f"{chosen.learning_rate_scale} (climbing as a warm-up of 400 updates does), "
-                                         "then linearly to zero over the last 50% of the updates, at zero when the "
-                                         "budget ends")
-    config = RunConfig(dataset="c.tsv", time_budget="10", learning_rate_scale=1.0, model_dir=str(tmp_path / "b"))
-    given, record = plan_on_a_fake_machine(config, fixed={"learning_rate_scale"})
-    assert given.learning_rate_scale == 1.0 and given.warmup_steps == chosen.warmup_steps
-    assert record["recipe"][-1].endswith(f"warm-up {given.warmup_steps} at learning-rate scale 1.0 (your flag), "
-                                         "then linearly to zero over the last 50% of the updates, at zero when the "
-                                         "budget ends")
-    # A warm-up the user set longer than the reference climbs as its own, at scale 1 (the paper's schedule).
-    config = RunConfig(dataset="c.tsv", time_budget="10", warmup_steps=800, model_dir=str(tmp_path / "d"))
-    longer, record = plan_on_a_fake_machine(config, fixed={"warmup_steps"})
-    assert (longer.warmup_steps, longer.learning_rate_scale) == (800, 1.0)
-    assert "warm-up 800 at learning-rate scale 1.0 (climbing as a warm-up of 800 updates does)" in record["recipe"][-1]
-    # The revision after the first interval revises the recipe's warm-up only, and its epochs always.
-    _, chosen_record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
-                                                        model_dir=str(tmp_path / "c")))
-    assert chosen_record["plan"]["reference_warmup"] == 400 and record["plan"]["reference_warmup"] == 0
-    assert record["plan"]["epochs"] == pytest.approx(chosen_record["plan"]["epochs"], rel=0.01)
-    assert record["plan"]["epochs"] > 0
+    assert chosen.norm_first and (chosen.warmup_steps, chosen.learning_rate_scale) == (400, 1.0)
+    assert chosen.cooldown == budget.COOLDOWN_SHARE
+    assert record.recipe[-1] == ("learning rate: warm-up 400 updates at scale 1, then the inverse square root, "
+                                 "falling linearly to zero over the last 50% of training's time; a checkpoint at "
+                                 "every 6th of it")
+    config = RunConfig(dataset="c.tsv", time_budget="10", warmup_steps=800, cooldown=0.3,
+                       model_dir=str(tmp_path / "b"))
+    given, record = plan_on_a_fake_machine(config, fixed={"warmup_steps", "cooldown"})
+    assert (given.warmup_steps, given.cooldown, given.learning_rate_scale) == (800, 0.3, 1.0)
+    assert "warm-up 800 updates" in record.recipe[-1] and "over the last 30% of training's time" in record.recipe[-1]
 
 
-def test_the_plan_prices_a_decode_per_length_penalty_the_choice_will_try(tmp_path, plan_on_a_fake_machine):
+def test_the_record_prices_a_decode_per_length_penalty_the_choice_will_try(tmp_path, plan_on_a_fake_machine):
     """Without --alpha the model choice also tries the length penalties, one
-    validation decode each beyond the first: the plan sets them aside."""
+    validation decode each beyond the first: the record's work counts them."""
     from keras_transformer.config import RunConfig
     from keras_transformer.training import model_choice
 
-    _, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10", model_dir=str(tmp_path / "a")))
-    assert record["plan"]["choice_decodes"] == len(model_choice.CANDIDATES) == 3
-    assert record["plan"]["alpha_decodes"] == len(model_choice.ALPHAS) - 1 == 3
-    config = RunConfig(dataset="c.tsv", time_budget="10", alpha=1.0, model_dir=str(tmp_path / "b"))
+    _, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10", model_dir=str(tmp_path / "a"),
+                                                 export_dir=str(tmp_path / "export")))
+    assert (record.work.choice, record.work.alphas) == (len(model_choice.CANDIDATES), len(model_choice.ALPHAS) - 1)
+    assert record.work.test_sentences == 500 and record.work.export
+    config = RunConfig(dataset="c.tsv", time_budget="10", alpha=1.0, model_dir=str(tmp_path / "b"), export_dir="")
     given, record = plan_on_a_fake_machine(config, fixed={"alpha"})
-    assert record["plan"]["choice_decodes"] == len(model_choice.CANDIDATES) and given.alpha == 1.0
-    assert record["plan"]["alpha_decodes"] == 0
+    assert record.work.alphas == 0 and given.alpha == 1.0 and not record.work.export
 
 
 def test_scheduling_is_a_stage_from_one_frozen_recipe_to_the_next():
-    """`scheduled` takes the chosen `Recipe` and a `Plan` and returns a new
-    Recipe: the plan's steps, interval, warm-up and scale in its config and
-    its line after the choice's reasons; the recipe it was given is unchanged."""
+    """`scheduled` takes the chosen `Recipe` and returns a new one: the
+    schedule in its config, its line after the choice's reasons; the recipe
+    it was given is unchanged."""
     import dataclasses
 
     from keras_transformer.config import RunConfig
-    from keras_transformer.training import auto_config, budget, recipe
+    from keras_transformer.training import auto_config, recipe
 
-    chosen = auto_config.Recipe(RunConfig(dataset="c.tsv", preset="small", norm_first=True), ("vocab_size 8000",), 0.5)
-    plan = budget.Plan(seconds_per_update=0.5, updates=1_200, interval=200, warmup=200, max_updates=3_600)
-    made = recipe.scheduled(chosen, plan)
-    assert (made.config.steps, made.config.checkpoint_every, made.config.warmup_steps) == (3_600, 200, 200)
-    assert made.config.learning_rate_scale == round((200 / 400) ** 1.5, 4) and made.config.cooldown == 0.5
-    assert made.reasons[0] == "vocab_size 8000" and made.reasons[1].startswith(
-        "1,200 updates planned at 0.50 s each, a checkpoint every 200, warm-up 200 at learning-rate scale 0.3536")
+    chosen = auto_config.Recipe(RunConfig(dataset="c.tsv", preset="small", norm_first=False), ("vocab_size 8000",),
+                                0.5)
+    made = recipe.scheduled(chosen)
+    assert (made.config.warmup_steps, made.config.learning_rate_scale, made.config.cooldown) == (800, 1.0, 0.5)
+    assert made.reasons[0] == "vocab_size 8000" and made.reasons[1].startswith("learning rate: warm-up 800 updates")
     assert made.seconds_per_update == 0.5
-    assert chosen.config == RunConfig(dataset="c.tsv", preset="small", norm_first=True)
+    assert chosen.config == RunConfig(dataset="c.tsv", preset="small", norm_first=False)
     assert chosen.reasons == ("vocab_size 8000",)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.config = chosen.config
-
-
-def test_a_budgeted_rate_climbs_for_half_the_run_and_cools_down_over_its_second_half(tmp_path,
-                                                                                       plan_on_a_fake_machine):
-    """The recipe's schedule: the warm-up takes the planned updates before
-    the cool-down (at most the reference one's 400, pre-norm), and the
-    cool-down the last half, unless --cooldown is given; the rate peaks
-    where the cool-down begins."""
-    from keras_transformer.config import RunConfig
-    from keras_transformer.training import budget
-    from keras_transformer.training.optimization import BudgetVariables, make_schedule
-
-    chosen, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
-                                                      model_dir=str(tmp_path / "a")))
-    updates = record["plan"]["updates"]
-    assert chosen.cooldown == budget.COOLDOWN_SHARE == 0.5
-    assert chosen.norm_first and chosen.warmup_steps == round(budget.WARMUP_SHARE * updates) < 400
-    variables = BudgetVariables.create(updates, chosen.training)
-    rates = [float(make_schedule(256, chosen.training, variables)(step)) for step in range(updates + 1)]
-    peak = max(range(len(rates)), key=rates.__getitem__)
-    assert abs(peak - chosen.warmup_steps) <= 1 and rates[-1] == 0.0
-    assert rates[chosen.warmup_steps // 2] == pytest.approx(rates[chosen.warmup_steps] / 2, rel=0.01)
-    config = RunConfig(dataset="c.tsv", time_budget="10", cooldown=0.3, model_dir=str(tmp_path / "b"))
-    given, record = plan_on_a_fake_machine(config, fixed={"cooldown"})
-    assert given.cooldown == 0.3 and "over the last 30% of the updates" in record["recipe"][-1]
 
 
 def test_the_model_choice_times_its_decodes_after_the_one_that_traces():

@@ -1,0 +1,141 @@
+"""`TimeBudget`: the Keras callback that is a budgeted run's training clock (see `training.budget`)."""
+
+import dataclasses
+import sys
+import time
+
+import keras
+
+from keras_transformer.training import budget
+from keras_transformer.training.bleu_validation import beam_timing_seconds, read_beam_timing
+
+
+class EndOfInterval:
+    """What `TimeBudget` sets `model.stop_training` to when it ends a checkpoint
+    interval: true, so that Keras ends the epoch (with its validation pass and
+    the callbacks' checkpoints), and not `True`, so that the callback can tell,
+    whatever its place among the callbacks, whether another one (early
+    stopping, TerminateOnNaN) asked for the whole run to stop."""
+
+    def __bool__(self):
+        return True
+
+
+END_OF_INTERVAL = EndOfInterval()
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Counts the seconds of updates, hands their share of training's seconds
+    to the schedule, ends a checkpoint interval at every `budget.INTERVALS`-th
+    of training's time and training when it is spent.
+
+    Training's seconds run from one update's end to the next; an interval's
+    first update counts from the interval's start. So validations, checkpoints
+    and backups are not training, and a slow validation does not eat the
+    cool-down. The record (`budget.Record`) is saved every `save_every`
+    seconds and at each interval's end, so a run killed and started again
+    continues the same budget and the same curve.
+
+    Args:
+        run_dir: the `RunDir` whose budget record it continues.
+        progress: the schedule's variable (`optimization.ClockCooldown`), or None.
+        batches_per_update: gradient accumulation's batches per update.
+        process_start: the `clock()` at which this process began spending the
+            budget (default: when training begins), so that its set-up counts.
+        clock: seconds, monotonic (tests pass a fake one).
+        save_every: seconds between writes of the record (what a killed run
+            can lose of its account).
+        verbose: show a progress bar of training's time and a line per interval.
+    """
+
+    def __init__(self, run_dir, progress=None, batches_per_update=1, process_start=None, clock=time.monotonic,
+                 save_every=5.0, verbose=True):
+        super().__init__()
+        self.run_dir, self.progress, self.batches_per_update = run_dir, progress, int(batches_per_update)
+        self.process_start, self.clock, self.save_every, self.verbose = process_start, clock, save_every, verbose
+
+    def on_train_begin(self, logs=None):
+        self.record = budget.load(self.run_dir)
+        self.start = self.clock() if self.process_start is None else self.process_start
+        self.beam = read_beam_timing(self.run_dir)
+        if self.progress is not None:  # a resumed run's first update continues its curve
+            self.progress.assign(budget.progress(self.record, self.beam))
+        self.last = self.clock()  # the end of the last update, or the start of the interval in progress
+        self.interval, self.batches, self.saved, self.logs, self.validating = 0, 0, self.clock(), None, False
+        self.shown = (-1, self.clock())  # the tenth of training's time and the clock of the last progress line
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.end_validation()
+        self.interval = epoch
+        # A resumed run runs its interval `epoch` again, and its validations from there.
+        self.record = dataclasses.replace(self.record, validations=self.record.validations[:epoch])
+        self.beam = read_beam_timing(self.run_dir)
+        priced = budget.after_training(self.record, self.beam) if self.beam else {}
+        self.record = dataclasses.replace(self.record, priced=priced)
+        self.last = self.clock()
+        self.save()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = self.clock()
+        self.record = dataclasses.replace(self.record, training=self.record.training + now - self.last,
+                                          spent=self.spent(now))
+        self.last = now
+        self.batches += 1
+        if self.batches % self.batches_per_update:
+            return
+        self.record = dataclasses.replace(self.record, updates=self.record.updates + 1)
+        share = budget.progress(self.record, self.beam)
+        if self.progress is not None:
+            self.progress.assign(share)
+        if share >= 1.0:
+            self.model.stop_training = True
+            self.record = dataclasses.replace(self.record, stopped=True)
+        elif share >= (self.interval + 1) / budget.INTERVALS and not self.model.stop_training:
+            self.model.stop_training = END_OF_INTERVAL
+        self.show(share, (logs or {}).get("loss"), now)
+        if now - self.saved >= self.save_every:
+            self.save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training is END_OF_INTERVAL:  # only this callback ended the interval
+            self.model.stop_training = False
+        # The logs are shown at the next interval's start, once every callback has added its figures.
+        self.validating, self.logs = True, logs
+
+    def on_train_end(self, logs=None):
+        self.end_validation()
+        self.save()
+
+    def end_validation(self):
+        """Records the validation, checkpoint and backup that ended the last
+        interval, from its last update to now (less its beam timing), once."""
+        if not self.validating:
+            return
+        now, self.validating = self.clock(), False
+        seconds = now - self.last - beam_timing_seconds(self.run_dir, self.interval)
+        self.record = dataclasses.replace(self.record, validations=self.record.validations + (seconds,),
+                                          spent=self.spent(now))
+        if self.verbose:
+            figures = "  ".join(f"{name} {value:.4g}" for name, value in sorted((self.logs or {}).items())
+                                if isinstance(value, float))
+            print(("\n" if sys.stdout.isatty() else "") + f"Interval {self.interval + 1}/{budget.INTERVALS}: "
+                  f"{self.record.updates:,} updates, {self.record.training / 60.0:.1f} minutes of training  {figures}",
+                  flush=True)
+
+    def show(self, share, loss, now):
+        """A progress line: on a terminal, rewritten every second; in a log, one per tenth of training's time."""
+        tty = sys.stdout.isatty()
+        if not self.verbose or (int(10 * share) <= self.shown[0] and not (tty and now - self.shown[1] >= 1.0)):
+            return
+        self.shown = (int(10 * share), now)
+        left = (1.0 - min(share, 1.0)) * self.record.training / max(share, 1e-9) / 60.0
+        line = (f"Training: {min(share, 1.0):4.0%} of its time, {left:.1f} minutes left, {self.record.updates:,} "
+                f"updates" + ("" if loss is None else f", loss {float(loss):.4f}"))
+        print(f"\r{line}" if tty else line, end="" if tty else "\n", flush=True)
+
+    def spent(self, now=None):
+        return self.record.earlier + (self.clock() if now is None else now) - self.start
+
+    def save(self):
+        self.saved = self.clock()
+        budget.save(self.run_dir, self.record)
