@@ -17,18 +17,8 @@ and `files` (atomic writes) are shared by all of them.
 """
 
 import importlib
-import os
 
-# TensorFlow's oneDNN CPU kernels: TensorFlow turns them on by itself only on
-# CPUs with AVX512_VNNI, AVX512_BF16 or AMX, and leaves them off on others,
-# such as AVX2-only ones. On a 2-core AMD EPYC without AVX-512, in float32,
-# they made the small preset train 1.23 times and beam-search 1.12 times as
-# fast (`scripts/benchmark.py --onednn`, docs/benchmarks.md). TensorFlow reads the
-# variable when it loads, so this only counts before it is first imported; a
-# value already set, 0 included, is kept.
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
-from keras_transformer.modeling import PRESETS, Transformer, TransformerConfig, layers, masks, presets  # noqa: E402
+from keras_transformer.modeling import PRESETS, Transformer, TransformerConfig, layers, masks, presets
 
 __version__ = "0.3.0"
 

@@ -10,8 +10,9 @@
         average.weights.h5       the mean of the last kept checkpoints
         validation.json          val_bleu / val_chrf of every interval
       model_choice.json          which of last / average / best the run uses
-      budget.json                with --time-budget: the plan, the recipe's
-                                 choices, the time spent and the updates made
+      budget.json                with --time-budget: the recipe's choices,
+                                 the time spent, by part, and the updates
+                                 made (`training.budget.Record`)
       backup/                    Keras' BackupAndRestore state, for resuming
       logs/                      TensorBoard
       <split>.hypotheses.txt     translations written by evaluation
@@ -169,8 +170,8 @@ class RunDir:
         return self._read_json(self.budget_path)
 
     def write_budget(self, record):
-        """Updates the time budget record with the keys of `record`."""
-        self._write_json(self.budget_path, {**(self.read_budget() or {}), **record})
+        """Writes the time budget record (a dict, whole: `training.budget.save`)."""
+        self._write_json(self.budget_path, record)
 
     def read_validation_state(self):
         """The raw validation record (see `training.bleu_validation`), or None."""

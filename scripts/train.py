@@ -4,6 +4,7 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quiet TensorFlow start-up logs
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # oneDNN kernels on every CPU: docs/benchmarks.md
 
 from keras_transformer.cli import train_main  # noqa: E402
 

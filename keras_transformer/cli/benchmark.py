@@ -38,7 +38,7 @@ def _parser():
     parser.add_argument("--onednn", action="store_true",
                         help="Only this comparison: float32 model.fit tokens/s and beam-search sentences/s of "
                         "--preset with TensorFlow's oneDNN kernels off (TF_ENABLE_ONEDNN_OPTS=0) against on (1, "
-                        "what this package sets unless the variable is set), each in fresh processes, in turn, "
+                        "what scripts/*.py set unless the variable is set), each in fresh processes, in turn, "
                         "the best of two each (--vocab-size, --batch-tokens, --length, --train-steps, "
                         "--decode-batch and --output-length apply).")
     parser.add_argument("--engines-batch", type=int, default=32,

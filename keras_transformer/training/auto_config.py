@@ -88,7 +88,7 @@ PIECES_PER_WORD = 1.4
 # post-norm on WMT14 trained to the end (Nguyen and Salazar, 2019).
 BASE_MIN_UPDATES = 10_000
 # Dropout from this many passes over the corpus (`dropout_for`): no dropout
-# won on dev BLEU at 6 and 10 epochs, 0.1 at 16-40 (CHANGELOG 0.3.0).
+# won on dev BLEU at 6 and 10 epochs, 0.1 at 16-40 (docs/training.md).
 DROPOUT_EPOCHS = 15
 # 0.3 from this many: not measured here (0.1 beat 0.3 at 40 epochs, 36.26
 # against 32.22).
@@ -98,7 +98,7 @@ HEAVY_DROPOUT_EPOCHS = 100
 # as much per update from half the tokens (McCandlish et al., 2018), and a CPU
 # makes as many tokens a second either way. Dev BLEU at 17 and 25 minutes,
 # where 4,096 bought 543-1,107 updates, favoured 2,048 on two shapes; at 2,500
-# updates and more 4,096 tied or won (CHANGELOG 0.3.0).
+# updates and more 4,096 tied or won (docs/training.md).
 SHORT_RUN_BATCH_TOKENS = 2048
 SHORT_RUN_UPDATES = 2000
 VALIDATION_SENTENCES = 200
@@ -206,15 +206,7 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
         updates = estimated_updates(budget_seconds, seconds)
     else:
         pick("batch_tokens", BATCH_TOKENS, f"the paper's {PAPER_BATCH_TOKENS:,} per side, scaled to this machine")
-    if updates < BASE_MIN_UPDATES and (preset, True) in REFERENCE_WARMUP:
-        pick("norm_first", True, f"the budget buys about {updates:,.0f} updates (fewer than "
-             f"{BASE_MIN_UPDATES:,}): pre-norm blocks take a steeper warm-up and learn faster")
-    elif updates < BASE_MIN_UPDATES:  # pre-norm was measured on the small preset only
-        pick("norm_first", False, f"the budget buys about {updates:,.0f} updates, but the {preset} preset "
-             "keeps the paper's post-norm blocks: pre-norm was measured on the small preset only")
-    else:
-        pick("norm_first", False, f"the budget buys about {updates:,.0f} updates (at least "
-             f"{BASE_MIN_UPDATES:,}): the paper's post-norm blocks")
+    pick("norm_first", *norm_first_for(preset, updates))
     passes = epochs(updates, batch_tokens, corpus)
     pick("dropout", dropout_for(passes), f"about {passes:.1f} epochs fit the budget")
     pick("label_smoothing", 0.1, "the paper's")
@@ -222,6 +214,18 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
          f"99% of pairs have at most {corpus.long_words} words a side")
     pick("bleu_sentences", VALIDATION_SENTENCES, "validation stays a small share of the budget")
     return Recipe(dataclasses.replace(config, **choices), tuple(why), float(seconds))
+
+
+def norm_first_for(preset, updates):
+    """(pre-norm blocks or not, why) for a run of `preset` the budget buys about `updates` updates."""
+    if updates >= BASE_MIN_UPDATES:
+        return False, (f"the budget buys about {updates:,.0f} updates (at least {BASE_MIN_UPDATES:,}): the "
+                       "paper's post-norm blocks")
+    if (preset, True) not in REFERENCE_WARMUP:  # pre-norm was measured on the small preset only
+        return False, (f"the budget buys about {updates:,.0f} updates, but the {preset} preset keeps the paper's "
+                       "post-norm blocks: pre-norm was measured on the small preset only")
+    return True, (f"the budget buys about {updates:,.0f} updates (fewer than {BASE_MIN_UPDATES:,}): pre-norm "
+                  "blocks take a steeper warm-up and learn faster")
 
 
 def reference_warmup(preset, norm_first=False):

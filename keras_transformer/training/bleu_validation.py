@@ -29,7 +29,7 @@ traces the search, then again whenever the model has made
 BEAM_RETIME_GROWTH times the updates it had at the last timing (the cost
 moves as the model trains). The timing (`budget.BeamTiming`) goes to the
 validation record, with the seconds it took at each validation that made it
-(`read_beam_timing`, `beam_timing_seconds`).
+(`beam_timing`).
 """
 
 import dataclasses
@@ -52,7 +52,8 @@ BEAM_RETIME_GROWTH = 2.0
 def read_state(run_dir):
     """{"scores": {interval: {"val_bleu", "val_chrf", "updates", "seconds"}}, "best_epoch": int | None}
     of a run (empty when nothing was scored yet), and "beam": the latest
-    timing of the beam search, if any (`read_beam_timing`). Intervals count from 0;
+    timing of the beam search, if any (`beam_timing`); an interval that
+    timed it also has "beam_seconds", what the timing took. Intervals count from 0;
     "best_epoch" is the best interval (the record's key keeps the name Keras
     gives an interval, so that older run folders read the same); "seconds"
     are training seconds (validation included) since the run began, resumed
@@ -64,15 +65,15 @@ def read_state(run_dir):
     return state
 
 
-def read_beam_timing(run_dir):
-    """The latest `budget.BeamTiming` in a run's validation record, or None."""
-    beam = read_state(run_dir).get("beam")
-    return None if beam is None else BeamTiming(**beam)
+def beam_timing(state):
+    """The latest `budget.BeamTiming` in a validation record (`read_state`), or None."""
+    return None if state.get("beam") is None else BeamTiming(**state["beam"])
 
 
-def beam_timing_seconds(run_dir, interval):
-    """What timing the beam search took at the validation of `interval` (0 where it was not timed)."""
-    return read_state(run_dir)["scores"].get(interval, {}).get("beam_seconds", 0.0)
+def latest_is_best(state):
+    """Whether the latest interval scored in a validation record is its best
+    (the model choice then has no best checkpoint apart from the last to decode)."""
+    return bool(state["scores"]) and state["best_epoch"] == max(state["scores"])
 
 
 def progress(scores):

@@ -44,21 +44,23 @@ import keras
 # learning curve of six points, and the last checkpoints in the cool-down to average.
 INTERVALS = 6
 # The learning rate falls linearly to zero over this last share of training's
-# time. Dev BLEU (CHANGELOG 0.3.0): half the run 38.11 against 35.43 for the
+# time. Dev BLEU (docs/training.md): half the run 38.11 against 35.43 for the
 # last 20% (Hägele et al., 2024) on LibreOffice's short pairs at 17 minutes.
 COOLDOWN_SHARE = 0.5
 # What the work after training is priced at until the run has timed its beam
-# search: 2.2 minutes of 25 (8.8%) on LibreOffice, so a little more.
+# search: it took 0.8-2.4 of LibreOffice's 25 minutes (up to 9.6%, float32).
 RESERVE_SHARE = 0.12
 # A beam decode at a longer length penalty runs longer: on LibreOffice's 200
 # validation sentences alpha 0.8, 1.0 and 1.2 took 1.28, 1.42 and 1.69 times
 # 0.6's seconds. Further alphas, and a test at one, are priced at this.
 LONG_ALPHA_COST = 1.5
+# The same, one alpha to the next: 1.28, 1.10 and 1.20 times the seconds. Once
+# the choice has timed a decode, the next alpha's is priced at this.
+ALPHA_STEP_COST = 1.3
 # The export traces three serving signatures around the beam search: 3.6 times
 # the validation's first, tracing, beam decode of one sentence (LibreOffice at
 # 25 minutes, mixed_bfloat16: 7.4 s against 2.05).
 EXPORT_TRACE_COST = 3.6
-PARTS = ("training", "choice", "test", "export")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,16 +140,19 @@ def save(run_dir, record):
     run_dir.write_budget(dataclasses.asdict(record))
 
 
-def after_training(record, beam):
+def after_training(record, beam, latest_is_best=False):
     """{part: seconds} of the work after training (`record.work`), priced from
     the validation's `beam` timing; with none yet, RESERVE_SHARE of the
-    budget, all under "choice"."""
+    budget, all under "choice". While the latest validation scored the best
+    (`latest_is_best`), the choice is priced without a best checkpoint: it
+    decodes none that is the last one."""
     work = record.work
     if beam is None:
         return {"choice": RESERVE_SHARE * record.budget_seconds, "test": 0.0, "export": 0.0}
     sentence = beam.seconds / max(beam.sentences, 1)
     longer = LONG_ALPHA_COST if work.alphas else 1.0
-    return {"choice": beam.seconds * (work.choice + LONG_ALPHA_COST * work.alphas),
+    candidates = work.choice - (1 if latest_is_best and work.choice > 1 else 0)
+    return {"choice": beam.seconds * (candidates + LONG_ALPHA_COST * work.alphas),
             "test": sentence * longer * work.test_sentences,
             "export": EXPORT_TRACE_COST * beam.trace_seconds if work.export else 0.0}
 
@@ -159,19 +164,21 @@ def validation_price(validations):
     return max(validations[1:] or validations or (0.0,))
 
 
-def training_seconds(record, beam=None):
+def training_seconds(record, after=None):
     """Seconds of updates the budget gives training in all (those made and
     those to come) as the `record` stands: the budget less what was spent
     outside updates, the validations still to come (one per interval not yet
-    ended) and the work after training (`after_training`)."""
+    ended) and the work after training (`after`, {part: seconds}; by default
+    as priced before the beam search is timed: `after_training`)."""
+    after = after_training(record, None) if after is None else after
     to_come = max(0, INTERVALS - len(record.validations)) * validation_price(record.validations)
     outside = record.spent - record.training
-    return record.budget_seconds - outside - to_come - sum(after_training(record, beam).values())
+    return record.budget_seconds - outside - to_come - sum(after.values())
 
 
-def progress(record, beam=None):
+def progress(record, after=None):
     """The share of training's seconds spent (1 once they are all spent)."""
-    total = training_seconds(record, beam)
+    total = training_seconds(record, after)
     return 1.0 if total <= record.training else record.training / total
 
 
@@ -191,17 +198,17 @@ def check_fits(record, seconds_per_update):
 def alpha_fits(record, since_training, seconds_per_sentence, sentences):
     """Whether a budgeted run (its `record` as training left it) has time,
     `since_training` seconds after training ended, for one more decode of
-    the model choice's `sentences` at a longer length penalty, then for the
-    test at it and the export, each sentence priced at LONG_ALPHA_COST times
-    `seconds_per_sentence` (the choice's last decode's; without it, the
-    validation's beam timing's, as priced)."""
+    the model choice's `sentences` at the next length penalty, then for the
+    test at it and the export, each sentence priced at ALPHA_STEP_COST times
+    `seconds_per_sentence` (the choice's last decode's; without it, at
+    LONG_ALPHA_COST times the validation's beam timing's)."""
+    step = ALPHA_STEP_COST
     if seconds_per_sentence is None:
-        choice = record.priced.get("choice", 0.0)
-        units = record.work.choice + LONG_ALPHA_COST * record.work.alphas
-        if not choice or not units or "test" not in record.priced:
+        test = record.priced.get("test", 0.0)
+        if not test or not record.work.test_sentences:
             return True
-        seconds_per_sentence = choice / units / max(sentences, 1)
-    decodes = LONG_ALPHA_COST * seconds_per_sentence * (sentences + record.work.test_sentences)
+        step, seconds_per_sentence = 1.0, test / record.work.test_sentences
+    decodes = step * seconds_per_sentence * (sentences + record.work.test_sentences)
     spent = record.spent + since_training
     return spent + decodes + record.priced.get("export", 0.0) <= record.budget_seconds
 
@@ -215,12 +222,11 @@ def record_part(run_dir, part, seconds, since_training):
 
 
 def describe(record):
-    """One line: the budget, the command's minutes, and each part's minutes against its price."""
+    """One line: the budget, the command's minutes, each part's (against its price, after training) and the updates."""
     parts = {"training": record.training, **record.parts}
-    priced = {"training": training_seconds(record) if record.priced else None, **record.priced}
-    said = ", ".join(f"{part} {parts[part] / 60.0:.1f}" + (f" (priced {priced[part] / 60.0:.1f})"
-                                                          if priced.get(part) else "")
-                     for part in PARTS if part in parts)
+    said = ", ".join(f"{part} {parts[part] / 60.0:.1f}" + (f" (priced {record.priced[part] / 60.0:.1f})"
+                                                          if part in record.priced else "")
+                     for part in ("training", "choice", "test", "export") if part in parts)
     return (f"Time budget: {record.budget_minutes:g} minutes; the command took {record.command_seconds / 60.0:.1f}: "
             f"{said}; {record.updates:,} updates")
 

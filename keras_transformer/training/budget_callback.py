@@ -6,8 +6,7 @@ import time
 
 import keras
 
-from keras_transformer.training import budget
-from keras_transformer.training.bleu_validation import beam_timing_seconds, read_beam_timing
+from keras_transformer.training import bleu_validation, budget
 
 
 class EndOfInterval:
@@ -57,9 +56,9 @@ class TimeBudget(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self.record = budget.load(self.run_dir)
         self.start = self.clock() if self.process_start is None else self.process_start
-        self.beam = read_beam_timing(self.run_dir)
+        self.read_validations()
         if self.progress is not None:  # a resumed run's first update continues its curve
-            self.progress.assign(budget.progress(self.record, self.beam))
+            self.progress.assign(budget.progress(self.record, self.after))
         self.last = self.clock()  # the end of the last update, or the start of the interval in progress
         self.interval, self.batches, self.saved, self.logs, self.validating = 0, 0, self.clock(), None, False
         self.shown = (-1, self.clock())  # the tenth of training's time and the clock of the last progress line
@@ -69,9 +68,8 @@ class TimeBudget(keras.callbacks.Callback):
         self.interval = epoch
         # A resumed run runs its interval `epoch` again, and its validations from there.
         self.record = dataclasses.replace(self.record, validations=self.record.validations[:epoch])
-        self.beam = read_beam_timing(self.run_dir)
-        priced = budget.after_training(self.record, self.beam) if self.beam else {}
-        self.record = dataclasses.replace(self.record, priced=priced)
+        self.read_validations()
+        self.record = dataclasses.replace(self.record, priced=self.after if self.timed else {})
         self.last = self.clock()
         self.save()
 
@@ -84,7 +82,7 @@ class TimeBudget(keras.callbacks.Callback):
         if self.batches % self.batches_per_update:
             return
         self.record = dataclasses.replace(self.record, updates=self.record.updates + 1)
-        share = budget.progress(self.record, self.beam)
+        share = budget.progress(self.record, self.after)
         if self.progress is not None:
             self.progress.assign(share)
         if share >= 1.0:
@@ -112,7 +110,8 @@ class TimeBudget(keras.callbacks.Callback):
         if not self.validating:
             return
         now, self.validating = self.clock(), False
-        seconds = now - self.last - beam_timing_seconds(self.run_dir, self.interval)
+        timing = bleu_validation.read_state(self.run_dir)["scores"].get(self.interval, {}).get("beam_seconds", 0.0)
+        seconds = now - self.last - timing
         self.record = dataclasses.replace(self.record, validations=self.record.validations + (seconds,),
                                           spent=self.spent(now))
         if self.verbose:
@@ -121,6 +120,14 @@ class TimeBudget(keras.callbacks.Callback):
             print(("\n" if sys.stdout.isatty() else "") + f"Interval {self.interval + 1}/{budget.INTERVALS}: "
                   f"{self.record.updates:,} updates, {self.record.training / 60.0:.1f} minutes of training  {figures}",
                   flush=True)
+
+    def read_validations(self):
+        """The work after training priced from the validation record: its
+        beam search's timing, and whether its latest interval scored the best."""
+        state = bleu_validation.read_state(self.run_dir)
+        beam = bleu_validation.beam_timing(state)
+        self.timed = beam is not None
+        self.after = budget.after_training(self.record, beam, bleu_validation.latest_is_best(state))
 
     def show(self, share, loss, now):
         """A progress line: on a terminal, rewritten every second; in a log, one per tenth of training's time."""

@@ -117,33 +117,9 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
         )
     keras.utils.set_random_seed(training.seed)
     tokenizer = load_tokenizer(data, run_dir, training.init_from)
-
-    _, train_stats = sources.load_split(data, "train")  # a local corpus is scanned here, once
-    print(describe_training_data(data, train_stats), flush=True)
-    train_batches = pipeline.distributed_batches(
-        strategy, lambda: sources.load_split(data, "train")[0], tokenizer, data.batch_tokens,
-        data.max_length, training=True, seed=data.seed,
-    )
-    validation_pairs, _ = sources.load_split(data, "validation")
-    validation_batches = pipeline.make_batches(
-        validation_pairs, tokenizer, data.batch_tokens, data.max_length, training=False
-    )
-
-    with strategy.scope():
-        accuracy = MaskedAccuracy()
-        model = build_transformer(model_settings.preset, tokenizer.vocab_size, model_settings.precision,
-                                  model_settings.dropout, model_settings.norm_first)
-        if training.init_from:
-            model.load_weights(fine_tuning.initial_weights(training.init_from))
-        progress = keras.Variable(0.0, trainable=False, dtype="float32", name="budget_progress") if budgeted else None
-        compile_model(model, training, [accuracy], progress)
-
-    if bleu_validation.stopped_early(run_dir, validation.early_stopping):
-        print(f"The run in {run_dir.path!r} already stopped early; nothing to train.", flush=True)
-        model.load_weights(run_dir.checkpoints()[-1])
-        return model, tokenizer
-    if budgeted and budget.load(run_dir).stopped and run_dir.checkpoints():
-        print(f"The run in {run_dir.path!r} has spent its time budget; nothing to train.", flush=True)
+    train_batches, validation_batches = make_data(data, tokenizer, strategy)
+    model, accuracy, progress = build_model(model_settings, training, tokenizer.vocab_size, strategy)
+    if finished(run_dir, training, validation):
         model.load_weights(run_dir.checkpoints()[-1])
         return model, tokenizer
     callbacks = make_callbacks(run_dir, data, training, validation, decoding, accuracy, model, tokenizer)
@@ -160,13 +136,51 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
         # does. Nothing is interrupted: the training batches repeat forever
         # and validation ends where it should.
         warnings.filterwarnings("ignore", message="Your input ran out of data", category=UserWarning)
-        model.fit(
-            train_batches,
-            epochs=epochs,
-            steps_per_epoch=interval * training.grad_accum,
-            validation_data=validation_batches,
-            shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data input, and warns
-            callbacks=callbacks,
-            verbose=verbose,
-        )
+        model.fit(train_batches, epochs=epochs, steps_per_epoch=interval * training.grad_accum,
+                  validation_data=validation_batches,
+                  shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data input, and warns
+                  callbacks=callbacks, verbose=verbose)
     return model, tokenizer
+
+
+def build_model(model_settings, training, vocab_size, strategy):
+    """(the compiled model, its accuracy metric, and a time budget's
+    progress variable or None), built under `strategy`."""
+    with strategy.scope():
+        accuracy = MaskedAccuracy()
+        model = build_transformer(model_settings.preset, vocab_size, model_settings.precision,
+                                  model_settings.dropout, model_settings.norm_first)
+        if training.init_from:
+            model.load_weights(fine_tuning.initial_weights(training.init_from))
+        progress = None
+        if training.time_budget:
+            progress = keras.Variable(0.0, trainable=False, dtype="float32", name="budget_progress")
+        compile_model(model, training, [accuracy], progress)
+    return model, accuracy, progress
+
+
+def make_data(data, tokenizer, strategy):
+    """(training batches, repeating and distributed over `strategy`; validation batches)."""
+    _, train_stats = sources.load_split(data, "train")  # a local corpus is scanned here, once
+    print(describe_training_data(data, train_stats), flush=True)
+    train_batches = pipeline.distributed_batches(
+        strategy, lambda: sources.load_split(data, "train")[0], tokenizer, data.batch_tokens,
+        data.max_length, training=True, seed=data.seed,
+    )
+    validation_pairs, _ = sources.load_split(data, "validation")
+    validation_batches = pipeline.make_batches(
+        validation_pairs, tokenizer, data.batch_tokens, data.max_length, training=False
+    )
+    return train_batches, validation_batches
+
+
+def finished(run_dir, training, validation):
+    """Whether the run in `run_dir` has nothing left to train: it stopped
+    early, or spent its time budget (saying so)."""
+    if bleu_validation.stopped_early(run_dir, validation.early_stopping):
+        print(f"The run in {run_dir.path!r} already stopped early; nothing to train.", flush=True)
+        return True
+    if training.time_budget and budget.load(run_dir).stopped and run_dir.checkpoints():
+        print(f"The run in {run_dir.path!r} has spent its time budget; nothing to train.", flush=True)
+        return True
+    return False

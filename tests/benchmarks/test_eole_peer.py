@@ -13,6 +13,7 @@ import pytest
 from keras_transformer.benchmarks import eole_peer
 from keras_transformer.config import RunConfig
 from keras_transformer.modeling import presets
+from keras_transformer.training import budget
 from tests.conftest import run_entry_point, write_tsv
 
 
@@ -292,7 +293,7 @@ def test_a_finished_run_is_this_packages_side_scored_from_its_test_translations(
     run_dir.save_config(config)
     with pytest.raises(ValueError, match=r"budget\.json.*does not record a finished --time-budget run"):
         eole_peer.finished_run(config.model_dir)
-    run_dir.write_budget({"budget_minutes": 12.5, "made_updates": 321, "spent_seconds": 700.5})
+    budget.save(run_dir, budget.Record(12.5, updates=321, spent=700.5))
     with pytest.raises(ValueError, match=r"test\.hypotheses\.txt.*does not exist; the run must have translated"):
         eole_peer.finished_run(config.model_dir)
     hypotheses = ["Eins.", "Zwei Hunde.", "Drei Hunde laufen."]
@@ -330,7 +331,7 @@ def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(c
                        model_dir=str(tmp_path / "run"))
     run_dir = RunDir(config.model_dir)
     run_dir.save_config(config)
-    run_dir.write_budget({"budget_minutes": 12.5, "made_updates": 321, "spent_seconds": 700.5})
+    budget.save(run_dir, budget.Record(12.5, updates=321, spent=700.5))
     eole_peer.write_lines(run_dir.hypotheses_path("test"), ["Eins.", "Zwei Hunde."])
     peer_dir = tmp_path / "peer"
     argv = ["--peer-eole", str(tmp_path / "eole"), "--peer-ours", config.model_dir, "--peer-dir", str(peer_dir)]

@@ -157,12 +157,11 @@ def test_a_runaway_decode_is_priced_at_the_references_length():
                                                    stretch=False) == pytest.approx(1.0)
 
 
-def test_the_beam_search_is_priced_at_its_outputs_own_length_where_they_end_short(tmp_path):
-    """Greedy outputs as long as the references take 2 s; the beam search's,
-    a word shorter each (6 steps a batch against the references' 7), take
-    3 s: timed at the second validation, it costs 1.5 greedy decodes, not
-    the 1.75 it would stretched to the references' length (a trained
-    model's beam outputs end short of them too)."""
+def test_the_beam_search_is_timed_at_its_outputs_own_length_where_they_end_short(tmp_path):
+    """The beam search's outputs, a word shorter each than the references (6
+    steps a batch against 7), take 3 s: timed at the second validation, the
+    record keeps 3 s, not the 3.5 it would stretched to the references'
+    length (a trained model's beam outputs end short of them too)."""
     clock = [0.0]
 
     def greedy(sentences):
@@ -173,42 +172,44 @@ def test_the_beam_search_is_priced_at_its_outputs_own_length_where_they_end_shor
         clock[0] += 3.0 if len(sentences) > 1 else 0.5  # the one-sentence decode traces the search
         return [reference.rsplit(" ", 1)[0] for reference in REFERENCES[:len(sentences)]]
 
-    bleu = bleu_validation.BleuValidation(RunDir(str(tmp_path)), SENTENCES, REFERENCES, greedy,
-                                          beam_translate=beam, clock=lambda: clock[0])
+    run_dir = RunDir(str(tmp_path))
+    bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, greedy, beam_translate=beam,
+                                          clock=lambda: clock[0])
     marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=2, callbacks=[bleu], verbose=0)
-    assert bleu.beam_cost == pytest.approx(1.5)
+    timing = bleu_validation.beam_timing(bleu_validation.read_state(run_dir))
+    assert (timing.seconds, timing.sentences, timing.trace_seconds) == (pytest.approx(3.0), len(SENTENCES), 0.5)
     assert bleu_validation.expected_decode_seconds(3.0, SENTENCES, beam(SENTENCES), REFERENCES,
                                                    64) == pytest.approx(3.0 * 7 / 6)
 
 
-def test_the_last_validation_tells_whether_it_scored_the_best_so_far(tmp_path):
+def test_the_record_tells_whether_the_latest_validation_scored_the_best_so_far(tmp_path):
     """`latest_is_best` after each interval of QUALITY (0.2, 0.6, 0.4, 0.6,
     0.8, 0.5, 0.5, 0.5, 0.9, 0.1): true where an interval beat every one
     before it, false for one that only equals the best (the first of equal
     scores stays the best) and for worse ones."""
-    model, seen = marked_model(), []
-    bleu = bleu_validation.BleuValidation(RunDir(str(tmp_path)), SENTENCES, REFERENCES, scripted_translate(model))
+    model, seen, run_dir = marked_model(), [], RunDir(str(tmp_path))
+    bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, scripted_translate(model))
 
     class Seen(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
-            seen.append(bleu.latest_is_best)
+            seen.append(bleu_validation.latest_is_best(bleu_validation.read_state(run_dir)))
 
-    assert bleu.latest_is_best is False  # nothing scored yet
+    assert bleu_validation.latest_is_best(bleu_validation.read_state(run_dir)) is False  # nothing scored yet
     model.fit(np.ones((1, 1)), np.ones((1, 1)), epochs=10, callbacks=[MarkInterval(), bleu, Seen()], verbose=0)
     assert seen == [True, True, False, False, True, False, False, False, True, False]
 
 
 def test_the_beam_search_is_timed_at_the_second_validation_then_each_time_the_updates_double(tmp_path):
-    """On a fake clock, greedy decodes of the 40 sentences take 2 s, and the
-    beam search's 5 s, then 4 s, then 3 s (a trained model's search ends
-    sooner), after a trace of 0.5 s on one sentence. One update an interval:
-    the search is timed at the validation that ends the second interval (the
-    first's model is untrained), traced there only, then at the fourth and
-    the eighth (the updates doubled), costing 2.5, 2.0 and 1.5 greedy
-    decodes; each of those validations spent its timing's seconds, the
-    others none."""
-    clock, beam_calls, spent = [0.0], [], []
+    """On a fake clock the beam search's decodes of the 40 sentences take 5 s,
+    then 4 s, then 3 s (a trained model's search ends sooner), after a trace
+    of 0.5 s on one sentence. One update an interval: the search is timed at
+    the validation that ends the second interval (the first's model is
+    untrained), traced there only, then at the fourth and the eighth (the
+    updates doubled); each of those validations records what its timing
+    took, the others none."""
+    clock, beam_calls, seen = [0.0], [], []
     beam_seconds = iter([5.0, 4.0, 3.0])
+    run_dir = RunDir(str(tmp_path))
 
     def greedy(sentences):
         clock[0] += 2.0
@@ -219,15 +220,20 @@ def test_the_beam_search_is_timed_at_the_second_validation_then_each_time_the_up
         clock[0] += next(beam_seconds) if len(sentences) == len(SENTENCES) else 0.5
         return REFERENCES[:len(sentences)]
 
-    class Spent(keras.callbacks.Callback):  # after the validation, as `budget.TimeBudget` reads it
+    class Seen(keras.callbacks.Callback):  # the record after each validation, as `TimeBudget` reads it
         def on_epoch_end(self, epoch, logs=None):
-            spent.append((bleu.beam_seconds, bleu.beam_cost, bleu.beam_updates, bleu.trace_seconds))
+            state = bleu_validation.read_state(run_dir)
+            timing = bleu_validation.beam_timing(state)
+            seen.append((state["scores"][epoch].get("beam_seconds", 0.0),
+                         None if timing is None else (timing.seconds, timing.updates, timing.trace_seconds)))
 
-    bleu = bleu_validation.BleuValidation(RunDir(str(tmp_path)), SENTENCES, REFERENCES, greedy,
-                                          beam_translate=beam, clock=lambda: clock[0])
-    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=9, callbacks=[bleu, Spent()], verbose=0)
+    bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, greedy, beam_translate=beam,
+                                          clock=lambda: clock[0])
+    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=9, callbacks=[bleu, Seen()], verbose=0)
     assert beam_calls == [1, len(SENTENCES), len(SENTENCES), len(SENTENCES)]
-    assert spent == [(0.0, None, None, None), (5.5, 2.5, 2, 0.5), (0.0, 2.5, 2, 0.5),
-                     (4.0, 2.0, 4, 0.5)] + [(0.0, 2.0, 4, 0.5)] * 3 + [(3.0, 1.5, 8, 0.5), (0.0, 1.5, 8, 0.5)]
-    assert bleu_validation.BleuValidation(RunDir(str(tmp_path / "b")), SENTENCES, REFERENCES,
-                                          greedy).beam_cost is None  # no beam search given: not measured
+    assert seen == [(0.0, None), (5.5, (5.0, 2, 0.5)), (0.0, (5.0, 2, 0.5)), (4.0, (4.0, 4, 0.5))] + \
+        [(0.0, (4.0, 4, 0.5))] * 3 + [(3.0, (3.0, 8, 0.5)), (0.0, (3.0, 8, 0.5))]
+    other = RunDir(str(tmp_path / "b"))
+    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=2, verbose=0,
+                       callbacks=[bleu_validation.BleuValidation(other, SENTENCES, REFERENCES, greedy)])
+    assert bleu_validation.beam_timing(bleu_validation.read_state(other)) is None  # no beam search: not timed

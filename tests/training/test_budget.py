@@ -200,7 +200,8 @@ def test_a_run_killed_mid_cool_down_continues_the_same_curve_when_started_again(
     machine.fit(constant(0.5), kill_after=800)
     before = machine.rates[-1]
     record = budget.load(run_dir)
-    assert 0.5 < budget.progress(record, budget.BeamTiming(4.0, 200, 2.0)) < 1.0  # in the cool-down
+    after = budget.after_training(record, budget.BeamTiming(4.0, 200, 2.0))
+    assert 0.5 < budget.progress(record, after) < 1.0  # in the cool-down
     # The recipe's resume: what the dead process spent is the earlier processes'.
     budget.save(run_dir, dataclasses.replace(record, earlier=record.spent))
     resumed = Machine(run_dir, process_start=machine.clock.now)
@@ -252,6 +253,9 @@ def test_before_the_beam_search_is_timed_the_work_after_training_is_a_reserve_th
     no_export = budget.after_training(dataclasses.replace(record, work=budget.Work(export=False)),
                                       budget.BeamTiming(2.0, 200, 2.0))
     assert no_export["export"] == 0.0
+    # While the latest validation scored the best, the choice decodes one candidate less (no separate best).
+    best_last = budget.after_training(record, budget.BeamTiming(2.0, 200, 2.0), latest_is_best=True)
+    assert fast["choice"] - best_last["choice"] == pytest.approx(2.0) and best_last["test"] == fast["test"]
 
 
 def test_a_budget_too_small_for_an_update_per_checkpoint_says_what_would_do():
