@@ -187,8 +187,8 @@ def check_fits(record, seconds_per_update):
     leaves time for an update per checkpoint interval at `seconds_per_update`."""
     total = training_seconds(record)
     if total < INTERVALS * seconds_per_update:
-        outside = record.budget_seconds - total
-        needed = (outside + INTERVALS * seconds_per_update) / (60.0 * (1.0 - RESERVE_SHARE))
+        spent = record.spent - record.training
+        needed = (spent + INTERVALS * seconds_per_update) / (60.0 * (1.0 - RESERVE_SHARE))
         raise ValueError(
             f"--time-budget {record.budget_minutes:g} minutes leaves training {max(total, 0.0):.0f} s, fewer than "
             f"one update per checkpoint ({INTERVALS} at {seconds_per_update:.2f} s each on this machine). Give at "
