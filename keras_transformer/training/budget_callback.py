@@ -10,11 +10,10 @@ from keras_transformer.training import bleu_validation, budget
 
 
 class EndOfInterval:
-    """What `TimeBudget` sets `model.stop_training` to when it ends a checkpoint
-    interval: true, so that Keras ends the epoch (with its validation pass and
-    the callbacks' checkpoints), and not `True`, so that the callback can tell,
-    whatever its place among the callbacks, whether another one (early
-    stopping, TerminateOnNaN) asked for the whole run to stop."""
+    """`model.stop_training` as `TimeBudget` ends an interval: true, so Keras
+    ends the epoch with its validation and checkpoints; not `True`, so the
+    clock, wherever it stands among the callbacks, sees whether another one
+    (early stopping, TerminateOnNaN) asked the whole run to stop."""
 
     def __bool__(self):
         return True
@@ -69,7 +68,6 @@ class TimeBudget(keras.callbacks.Callback):
         # A resumed run runs its interval `epoch` again, and its validations from there.
         self.record = dataclasses.replace(self.record, validations=self.record.validations[:epoch])
         self.read_validations()
-        self.record = dataclasses.replace(self.record, priced=self.after if self.timed else {})
         self.last = self.clock()
         self.save()
 
@@ -126,8 +124,8 @@ class TimeBudget(keras.callbacks.Callback):
         beam search's timing, and whether its latest interval scored the best."""
         state = bleu_validation.read_state(self.run_dir)
         beam = bleu_validation.beam_timing(state)
-        self.timed = beam is not None
         self.after = budget.after_training(self.record, beam, bleu_validation.latest_is_best(state))
+        self.record = dataclasses.replace(self.record, priced=self.after if beam else {})
 
     def show(self, share, loss, now):
         """A progress line: on a terminal, rewritten every second; in a log, one per tenth of training's time."""

@@ -107,8 +107,7 @@ def train(data, model_settings, training, validation, decoding, run_dir, strateg
 
     Takes the sections it uses: `config.DataSettings`, `ModelSettings` (its
     precision already resolved), `TrainingSettings`, `ValidationSettings`
-    and `DecodingSettings` (the validation decoding's lengths and alpha).
-    """
+    and `DecodingSettings` (the validation decoding's lengths and alpha)."""
     budgeted = bool(training.time_budget)
     if not budgeted and training.steps % training.interval:
         raise ValueError(

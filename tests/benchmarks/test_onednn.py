@@ -12,8 +12,8 @@ from keras_transformer.benchmarks import onednn
 def test_importing_the_package_leaves_the_environment_as_it_was():
     """A library does not choose TensorFlow's kernels for its importer."""
     env = {k: v for k, v in os.environ.items() if k != onednn.ENV}
-    done = subprocess.run([sys.executable, "-c", f"import os, keras_transformer; print(os.environ.get({onednn.ENV!r}))"],
-                          env=env, capture_output=True, text=True, check=True)
+    code = f"import os, keras_transformer; print(os.environ.get({onednn.ENV!r}))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "None"
 
 

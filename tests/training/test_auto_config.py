@@ -142,13 +142,19 @@ def test_a_long_budget_on_a_fast_machine_gets_the_base_preset():
     assert seconds == pytest.approx(0.1)
 
 
-@pytest.mark.parametrize("preset,norm_first,reference", [
-    ("small", False, 800), ("small", True, 400), ("small", None, 800), ("tiny", True, 400),
-    ("base", False, 4000), ("base", True, 4000), ("big", False, 4000)])
-def test_the_warm_up_follows_the_presets_reference_climb(preset, norm_first, reference):
-    """Small models climb as the 800-update warm-up that trained them, twice
-    as steeply with pre-norm blocks; the paper's presets as the paper's."""
-    assert auto_config.reference_warmup(preset, norm_first) == reference
+def test_the_warm_up_follows_the_presets_reference_climb():
+    """Small models climb as the warm-up that trained them, more steeply with
+    pre-norm blocks, never more gently than the paper's; the paper's presets
+    keep the paper's 4,000 updates, blocks or not (unmeasured here)."""
+    from keras_transformer.config import PAPER_WARMUP_STEPS
+
+    for preset in ("tiny", "small"):
+        assert auto_config.reference_warmup(preset, True) < auto_config.reference_warmup(preset, False)
+        assert auto_config.reference_warmup(preset, False) <= PAPER_WARMUP_STEPS
+        assert auto_config.reference_warmup(preset, None) == auto_config.reference_warmup(preset, False)
+    for preset in ("base", "big"):
+        assert auto_config.reference_warmup(preset, True) == auto_config.reference_warmup(preset, False) == \
+            PAPER_WARMUP_STEPS
 
 
 def test_the_users_flags_stay_as_given():

@@ -288,15 +288,16 @@ def test_the_schedule_climbs_as_the_presets_reference_and_cools_down_on_the_cloc
     the cool-down over the last half of training's time; a flag the user
     gave stays, and says so in the line."""
     from keras_transformer.config import RunConfig
-    from keras_transformer.training import budget
+    from keras_transformer.training import auto_config, budget
 
     chosen, record = plan_on_a_fake_machine(RunConfig(dataset="c.tsv", time_budget="10",
                                                       model_dir=str(tmp_path / "a")))
-    assert chosen.norm_first and (chosen.warmup_steps, chosen.learning_rate_scale) == (400, 1.0)
+    reference = auto_config.reference_warmup("small", True)
+    assert chosen.norm_first and (chosen.warmup_steps, chosen.learning_rate_scale) == (reference, 1.0)
     assert chosen.cooldown == budget.COOLDOWN_SHARE
-    assert record.recipe[-1] == ("learning rate: warm-up 400 updates at scale 1, then the inverse square root, "
-                                 "falling linearly to zero over the last 50% of training's time; a checkpoint at "
-                                 "every 6th of it")
+    assert record.recipe[-1] == (f"learning rate: warm-up {reference} updates at scale 1, then the inverse square "
+                                 f"root, falling linearly to zero over the last {budget.COOLDOWN_SHARE:.0%} of "
+                                 f"training's time; a checkpoint at every {budget.INTERVALS}th of it")
     config = RunConfig(dataset="c.tsv", time_budget="10", warmup_steps=800, cooldown=0.3,
                        model_dir=str(tmp_path / "b"))
     given, record = plan_on_a_fake_machine(config, fixed={"warmup_steps", "cooldown"})
@@ -331,8 +332,9 @@ def test_scheduling_is_a_stage_from_one_frozen_recipe_to_the_next():
     chosen = auto_config.Recipe(RunConfig(dataset="c.tsv", preset="small", norm_first=False), ("vocab_size 8000",),
                                 0.5)
     made = recipe.scheduled(chosen)
-    assert (made.config.warmup_steps, made.config.learning_rate_scale, made.config.cooldown) == (800, 1.0, 0.5)
-    assert made.reasons[0] == "vocab_size 8000" and made.reasons[1].startswith("learning rate: warm-up 800 updates")
+    warmup = auto_config.reference_warmup("small", False)
+    assert (made.config.warmup_steps, made.config.learning_rate_scale) == (warmup, 1.0)
+    assert made.reasons[0] == "vocab_size 8000" and made.reasons[1].startswith(f"learning rate: warm-up {warmup} ")
     assert made.seconds_per_update == 0.5
     assert chosen.config == RunConfig(dataset="c.tsv", preset="small", norm_first=False)
     assert chosen.reasons == ("vocab_size 8000",)
