@@ -101,23 +101,20 @@ def decode_steps(sources, lengths, batch_size):
     return sum(max(lengths[i] for i in order[k:k + batch_size]) for k in range(0, len(order), batch_size))
 
 
-def expected_decode_seconds(seconds, sources, hypotheses, references, batch_size, stretch=True):
+def expected_decode_seconds(seconds, sources, hypotheses, references, batch_size):
     """The seconds a decode that took `seconds` would have taken had its
-    outputs been as long as the references (in words, plus the end), each
-    batch running to its longest output. A half-trained model's greedy
-    outputs can run to the length limit: on LibreOffice one such
-    validation decode took about 60 s where the trained model's took 5, and
-    priced the test from it at twelve times what it took.
-    With `stretch` False, outputs shorter than the references keep their
-    seconds (only a decode that ran longer is shortened): the beam search's,
-    whose outputs end short of the references in a trained model as well
-    (`BleuValidation._measure_beam_cost`)."""
+    outputs been no longer than the references (in words, plus the end),
+    each batch running to its longest output. A half-trained model's outputs
+    can run to the length limit (on LibreOffice one such decode took about
+    60 s where the trained model's took 5); outputs shorter than the
+    references keep their seconds, as a trained model's beam outputs end
+    short of them too (`BleuValidation._time_beam_search`)."""
     def words(texts):
         return [len(text.split()) + 1 for text in texts]
 
     steps = decode_steps(sources, words(hypotheses), batch_size)
     ratio = decode_steps(sources, words(references), batch_size) / max(steps, 1)
-    return seconds * (ratio if stretch else min(ratio, 1.0))
+    return seconds * min(ratio, 1.0)
 
 
 class BleuValidation(keras.callbacks.Callback):
@@ -228,7 +225,7 @@ class BleuValidation(keras.callbacks.Callback):
         hypotheses = self.beam_translate(self.sentences)
         end = self.clock()
         seconds = expected_decode_seconds(end - decode_start, self.sentences, hypotheses, self.references,
-                                          self.decode_batch_size, stretch=False)
+                                          self.decode_batch_size)
         self.state["beam"] = dataclasses.asdict(BeamTiming(seconds, len(self.sentences), self._trace_seconds,
                                                            updates))
         return end - start
