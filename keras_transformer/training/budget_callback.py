@@ -55,19 +55,21 @@ class TimeBudget(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self.record = budget.load(self.run_dir)
         self.start = self.clock() if self.process_start is None else self.process_start
-        self.read_validations()
+        self.read_validations(bleu_validation.read_state(self.run_dir))
         if self.progress is not None:  # a resumed run's first update continues its curve
             self.progress.assign(budget.progress(self.record, self.after))
         self.last = self.clock()  # the end of the last update, or the start of the interval in progress
         self.interval, self.batches, self.saved, self.logs, self.validating = 0, 0, self.clock(), None, False
         self.shown = (-1, self.clock())  # the tenth of training's time and the clock of the last progress line
+        self.tty = sys.stdout.isatty()
 
     def on_epoch_begin(self, epoch, logs=None):
-        self.end_validation()
+        state = bleu_validation.read_state(self.run_dir)
+        self.end_validation(state)
         self.interval = epoch
         # A resumed run runs its interval `epoch` again, and its validations from there.
         self.record = dataclasses.replace(self.record, validations=self.record.validations[:epoch])
-        self.read_validations()
+        self.read_validations(state)
         self.last = self.clock()
         self.save()
 
@@ -99,44 +101,42 @@ class TimeBudget(keras.callbacks.Callback):
         self.validating, self.logs = True, logs
 
     def on_train_end(self, logs=None):
-        self.end_validation()
+        self.end_validation(bleu_validation.read_state(self.run_dir))
         self.save()
 
-    def end_validation(self):
+    def end_validation(self, state):
         """Records the validation, checkpoint and backup that ended the last
-        interval, from its last update to now (less its beam timing), once."""
+        interval, from its last update to now, less its beam timing (in the
+        validation record `state`), once."""
         if not self.validating:
             return
         now, self.validating = self.clock(), False
-        timing = bleu_validation.read_state(self.run_dir)["scores"].get(self.interval, {}).get("beam_seconds", 0.0)
-        seconds = now - self.last - timing
+        seconds = now - self.last - state["scores"].get(self.interval, {}).get("beam_seconds", 0.0)
         self.record = dataclasses.replace(self.record, validations=self.record.validations + (seconds,),
                                           spent=self.spent(now))
         if self.verbose:
             figures = "  ".join(f"{name} {value:.4g}" for name, value in sorted((self.logs or {}).items())
                                 if isinstance(value, float))
-            print(("\n" if sys.stdout.isatty() else "") + f"Interval {self.interval + 1}/{budget.INTERVALS}: "
+            print(("\n" if self.tty else "") + f"Interval {self.interval + 1}/{budget.INTERVALS}: "
                   f"{self.record.updates:,} updates, {self.record.training / 60.0:.1f} minutes of training  {figures}",
                   flush=True)
 
-    def read_validations(self):
-        """The work after training priced from the validation record: its
-        beam search's timing, and whether its latest interval scored the best."""
-        state = bleu_validation.read_state(self.run_dir)
+    def read_validations(self, state):
+        """The work after training priced from the validation record `state`:
+        its beam search's timing, and whether its latest interval scored the best."""
         beam = bleu_validation.beam_timing(state)
         self.after = budget.after_training(self.record, beam, bleu_validation.latest_is_best(state))
         self.record = dataclasses.replace(self.record, priced=self.after if beam else {})
 
     def show(self, share, loss, now):
         """A progress line: on a terminal, rewritten every second; in a log, one per tenth of training's time."""
-        tty = sys.stdout.isatty()
-        if not self.verbose or (int(10 * share) <= self.shown[0] and not (tty and now - self.shown[1] >= 1.0)):
+        if not self.verbose or (int(10 * share) <= self.shown[0] and not (self.tty and now - self.shown[1] >= 1.0)):
             return
         self.shown = (int(10 * share), now)
         left = (1.0 - min(share, 1.0)) * self.record.training / max(share, 1e-9) / 60.0
         line = (f"Training: {min(share, 1.0):4.0%} of its time, {left:.1f} minutes left, {self.record.updates:,} "
                 f"updates" + ("" if loss is None else f", loss {float(loss):.4f}"))
-        print(f"\r{line}" if tty else line, end="" if tty else "\n", flush=True)
+        print(f"\r{line}" if self.tty else line, end="" if self.tty else "\n", flush=True)
 
     def spent(self, now=None):
         return self.record.earlier + (self.clock() if now is None else now) - self.start
