@@ -10,10 +10,9 @@ from keras_transformer.training import bleu_validation, budget
 
 
 class EndOfInterval:
-    """`model.stop_training` as `TimeBudget` ends an interval: true, so Keras
-    ends the epoch with its validation and checkpoints; not `True`, so the
-    clock, wherever it stands among the callbacks, sees whether another one
-    (early stopping, TerminateOnNaN) asked the whole run to stop."""
+    """`model.stop_training` when `TimeBudget` ends an interval: true, so Keras
+    ends the epoch; not `True`, so the clock sees whether another callback
+    (early stopping, TerminateOnNaN), before or after it, stopped the run."""
 
     def __bool__(self):
         return True
@@ -27,23 +26,15 @@ class TimeBudget(keras.callbacks.Callback):
     to the schedule, ends a checkpoint interval at every `budget.INTERVALS`-th
     of training's time and training when it is spent.
 
-    Training's seconds run from one update's end to the next; an interval's
-    first update counts from the interval's start. So validations, checkpoints
-    and backups are not training, and a slow validation does not eat the
-    cool-down. The record (`budget.Record`) is saved every `save_every`
-    seconds and at each interval's end, so a run killed and started again
-    continues the same budget and the same curve.
-
-    Args:
-        run_dir: the `RunDir` whose budget record it continues.
-        progress: the schedule's variable (`optimization.ClockCooldown`), or None.
-        batches_per_update: gradient accumulation's batches per update.
-        process_start: the `clock()` at which this process began spending the
-            budget (default: when training begins), so that its set-up counts.
-        clock: seconds, monotonic (tests pass a fake one).
-        save_every: seconds between writes of the record (what a killed run
-            can lose of its account).
-        verbose: show a progress bar of training's time and a line per interval.
+    Training's seconds run from one update's end to the next (an interval's
+    first from the interval's start), so a slow validation or checkpoint does
+    not eat the cool-down. The record (`budget.Record` of `run_dir`) is saved
+    every `save_every` seconds and at each interval's end: a run killed and
+    started again continues the same budget and curve. `progress` is the
+    schedule's variable (`optimization.ClockCooldown`) or None;
+    `process_start`, the `clock()` at which this process began spending the
+    budget (default: training's start); `clock`, monotonic seconds (tests
+    pass a fake one); `verbose`, a progress line and a line per interval.
     """
 
     def __init__(self, run_dir, progress=None, batches_per_update=1, process_start=None, clock=time.monotonic,
@@ -58,36 +49,34 @@ class TimeBudget(keras.callbacks.Callback):
         self.read_validations(bleu_validation.read_state(self.run_dir))
         if self.progress is not None:  # a resumed run's first update continues its curve
             self.progress.assign(budget.progress(self.record, self.after))
-        self.last = self.clock()  # the end of the last update, or the start of the interval in progress
-        self.interval, self.batches, self.saved, self.logs, self.validating = 0, 0, self.clock(), None, False
+        self.last = self.saved = self.clock()  # last: the last update's end, or the interval's start
+        self.interval, self.batches, self.logs, self.validating, self.tty = 0, 0, None, False, sys.stdout.isatty()
         self.shown = (-1, self.clock())  # the tenth of training's time and the clock of the last progress line
-        self.tty = sys.stdout.isatty()
 
     def on_epoch_begin(self, epoch, logs=None):
         state = bleu_validation.read_state(self.run_dir)
         self.end_validation(state)
         self.interval = epoch
         # A resumed run runs its interval `epoch` again, and its validations from there.
-        self.record = dataclasses.replace(self.record, validations=self.record.validations[:epoch])
+        self.note(validations=self.record.validations[:epoch])
         self.read_validations(state)
         self.last = self.clock()
         self.save()
 
     def on_train_batch_end(self, batch, logs=None):
         now = self.clock()
-        self.record = dataclasses.replace(self.record, training=self.record.training + now - self.last,
-                                          spent=self.spent(now))
+        self.note(training=self.record.training + now - self.last, spent=self.spent(now))
         self.last = now
         self.batches += 1
         if self.batches % self.batches_per_update:
             return
-        self.record = dataclasses.replace(self.record, updates=self.record.updates + 1)
+        self.note(updates=self.record.updates + 1)
         share = budget.progress(self.record, self.after)
         if self.progress is not None:
             self.progress.assign(share)
         if share >= 1.0:
             self.model.stop_training = True
-            self.record = dataclasses.replace(self.record, stopped=True)
+            self.note(stopped=True)
         elif share >= (self.interval + 1) / budget.INTERVALS and not self.model.stop_training:
             self.model.stop_training = END_OF_INTERVAL
         self.show(share, (logs or {}).get("loss"), now)
@@ -105,15 +94,14 @@ class TimeBudget(keras.callbacks.Callback):
         self.save()
 
     def end_validation(self, state):
-        """Records the validation, checkpoint and backup that ended the last
-        interval, from its last update to now, less its beam timing (in the
-        validation record `state`), once."""
+        """Records, once, the validation and checkpoints that ended the last
+        interval: from its last update to now, less the beam timing in the
+        validation record `state`."""
         if not self.validating:
             return
         now, self.validating = self.clock(), False
         seconds = now - self.last - state["scores"].get(self.interval, {}).get("beam_seconds", 0.0)
-        self.record = dataclasses.replace(self.record, validations=self.record.validations + (seconds,),
-                                          spent=self.spent(now))
+        self.note(validations=self.record.validations + (seconds,), spent=self.spent(now))
         if self.verbose:
             figures = "  ".join(f"{name} {value:.4g}" for name, value in sorted((self.logs or {}).items())
                                 if isinstance(value, float))
@@ -122,14 +110,12 @@ class TimeBudget(keras.callbacks.Callback):
                   flush=True)
 
     def read_validations(self, state):
-        """The work after training priced from the validation record `state`:
-        its beam search's timing, and whether its latest interval scored the best."""
+        """Prices the work after training from the validation record `state`."""
         beam = bleu_validation.beam_timing(state)
         self.after = budget.after_training(self.record, beam, bleu_validation.latest_is_best(state))
-        self.record = dataclasses.replace(self.record, priced=self.after if beam else {})
+        self.note(priced=self.after if beam else {})
 
-    def show(self, share, loss, now):
-        """A progress line: on a terminal, rewritten every second; in a log, one per tenth of training's time."""
+    def show(self, share, loss, now):  # on a terminal, rewritten every second; in a log, one per tenth
         if not self.verbose or (int(10 * share) <= self.shown[0] and not (self.tty and now - self.shown[1] >= 1.0)):
             return
         self.shown = (int(10 * share), now)
@@ -138,8 +124,11 @@ class TimeBudget(keras.callbacks.Callback):
                 f"updates" + ("" if loss is None else f", loss {float(loss):.4f}"))
         print(f"\r{line}" if self.tty else line, end="" if self.tty else "\n", flush=True)
 
-    def spent(self, now=None):
-        return self.record.earlier + (self.clock() if now is None else now) - self.start
+    def note(self, **changes):
+        self.record = dataclasses.replace(self.record, **changes)
+
+    def spent(self, now):
+        return self.record.earlier + now - self.start
 
     def save(self):
         self.saved = self.clock()

@@ -18,9 +18,12 @@ a straight line of stages:
 4. score the chosen model on the test split with sacreBLEU, chrF and
    sentence-level exact match, and show a few examples (`score_on_test`);
 5. export it as a SavedModel for TF Serving.
-Under a time budget, training's schedule reads the clock (`training.budget`),
-and each stage after training is timed into the run's budget record
-(`PartClock`).
+Each stage hands the next a frozen record: `corpus_size.CorpusSize`,
+`auto_config.Recipe`, `budget.Record` (the budget's, saved in the run
+folder), `Trained`, `model_choice.ModelChoice`, `Tested` and `Exported`;
+the command returns them as one `Outcome`. Under a time budget, training's
+schedule reads the clock (`training.budget`), and each stage after training
+is timed into the run's budget record (`PartClock`).
 """
 
 import contextlib
@@ -40,6 +43,55 @@ from keras_transformer.modeling.transformer import build_transformer
 from keras_transformer.run_dir import RunDir, default_export_dir, default_model_dir
 from keras_transformer.training import auto_config, budget, distribution, fine_tuning, model_choice, trainer
 from keras_transformer.training.vocabulary import load_tokenizer
+
+
+@dataclasses.dataclass(frozen=True)
+class Trained:
+    """What training hands on: the run's config as recorded (with what the
+    recipe chose), the model at its last weights, its tokenizer and strategy,
+    and the seconds from the command's start to training's end."""
+
+    config: object
+    model: object
+    tokenizer: object
+    strategy: object
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Tested:
+    """The test's outcome: the `chosen` model's scores on the test split's
+    `sentences` (sacreBLEU and chrF with their signatures, exact match in %)
+    and the file its hypotheses were written to."""
+
+    chosen: str
+    sentences: int
+    bleu: float
+    chrf: float
+    exact_match: float
+    bleu_signature: str
+    chrf_signature: str
+    hypotheses_path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Exported:
+    """The export's outcome: the SavedModel's folder and the dtype policy its model computes in."""
+
+    path: str
+    dtype_policy: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """The whole command's outcome. On a worker that is not the chief, only
+    `train_seconds` is set (the chief chooses, tests and exports)."""
+
+    train_seconds: float
+    choice: model_choice.ModelChoice = None
+    test: Tested = None
+    export: Exported = None  # None when the run was not exported (an empty --export-dir)
+    total_seconds: float = None
 
 
 def with_default_folders(config):
@@ -201,12 +253,11 @@ def start_run(config, fixed=(), started=None):
 
 def train(config, verbose="auto", fixed=(), started=None):
     """Runs (or resumes) the training part of the run: `start_run`, then
-    `trainer.train` with each section. Returns (config as recorded, model,
-    tokenizer, strategy)."""
+    `trainer.train` with each section. Returns the `Trained` record."""
     config, strategy, run_dir, started = start_run(config, fixed, started)
     model, tokenizer = trainer.train(config.data, config.model, config.training, config.bleu_validation,
                                      config.decoding, run_dir, strategy, verbose, budget_start=started)
-    return config, model, tokenizer, strategy
+    return Trained(config, model, tokenizer, strategy, time.monotonic() - started)
 
 
 def first_cooldown_interval(training, run_dir):
@@ -234,6 +285,9 @@ class PartClock:
 
     def __init__(self, config, run_dir, trained):
         self.budgeted, self.run_dir, self.trained = bool(config.time_budget), run_dir, trained
+
+    def since_training(self):
+        return time.monotonic() - self.trained
 
     @contextlib.contextmanager
     def part(self, name):
@@ -310,7 +364,7 @@ def choose_length_penalty(config, run_dir, translate, choice, sentences, referen
 def score_on_test(config, run_dir, translator, chosen, examples):
     """The test: the test split translated with beam search and scored with
     sacreBLEU, chrF and exact match (`evaluation.evaluate`), its hypotheses
-    written to the run folder, the first `examples` shown. Returns the scores."""
+    written to the run folder, the first `examples` shown. Returns the `Tested` record."""
     sentences, references = sources.read_split(config.data, "test")
     scores = evaluation.evaluate(translator, sentences, references, run_dir.hypotheses_path("test"))
     print(f"\nTest set: {len(sentences)} sentences, {chosen} model")
@@ -320,51 +374,55 @@ def score_on_test(config, run_dir, translator, chosen, examples):
     print(f"Hypotheses written to {scores['hypotheses_path']}")
     for source, hypothesis, reference in list(zip(sentences, scores["hypotheses"], references))[:examples]:
         print(f"\n  source:    {source}\n  output:    {hypothesis}\n  reference: {reference}")
-    return scores
+    return Tested(chosen, len(sentences), **{field.name: scores[field.name] for field in dataclasses.fields(Tested)
+                                             if field.name not in ("chosen", "sentences")})
+
+
+def export(translator, export_dir):
+    """The export: `translator` as a SavedModel under `export_dir`. Returns the `Exported` record."""
+    path = saved_model.export_translator(translator, export_dir)
+    policy = translator.models[0].dtype_policy.name
+    print(f"\nSavedModel exported to {path} (computing in {policy})")
+    return Exported(path, policy)
 
 
 def train_and_evaluate(config, examples=5, fixed=(), started=None):
     """The whole command, as its stages: train (`train`: the recipe's
     measure, choice and plan under a time budget, then training), choose
-    the model, test it, export it. Returns a dict with the test scores, the
-    model choice, the hypotheses path and the export path. `config` is the
+    the model, test it, export it. Returns the `Outcome`. `config` is the
     whole `RunConfig`; each stage gets its section. `fixed`: the settings
     the user gave (the CLI's flags), which a time-budgeted run's recipe
     keeps. `started`: the `time.monotonic()` at which the command began
     (default: now), from which a time budget counts. With a time budget,
     what each part after training took goes to the budget record."""
     started = time.monotonic() if started is None else started
-    config, model, tokenizer, strategy = train(config, fixed=fixed, started=started)
-    trained = time.monotonic()
-    is_chief, _ = distribution.worker_role(strategy)
-    result = {"train_seconds": trained - started}
-    if not is_chief:
-        return result
+    trained = train(config, fixed=fixed, started=started)
+    config, model = trained.config, trained.model
+    if not distribution.worker_role(trained.strategy)[0]:  # not the chief
+        return Outcome(trained.seconds)
     run_dir = RunDir(config.model_dir)
-    clock = PartClock(config, run_dir, trained)
+    clock = PartClock(config, run_dir, started + trained.seconds)
     with clock.part("choice"):
         sentences, references = sources.read_split(config.data, "validation", limit=config.bleu_sentences or None)
         choose_alpha = bool(config.time_budget) and "alpha" not in fixed
         first_alpha = model_choice.ALPHAS[0] if choose_alpha else None  # else the run's
-        translate = DecodeTimer(make_translator(config.decoding, model, tokenizer, alpha=first_alpha))
+        translate = DecodeTimer(make_translator(config.decoding, model, trained.tokenizer, alpha=first_alpha))
         choice = choose_trained_model(config, run_dir, model, translate, sentences, references)
         if choose_alpha:
             record = budget.load(run_dir)
             config, choice = choose_length_penalty(
                 config, run_dir, translate, choice, sentences, references,
-                worth_trying=lambda: budget.alpha_fits(record, time.monotonic() - trained,
+                worth_trying=lambda: budget.alpha_fits(record, clock.since_training(),
                                                        translate.seconds_per_sentence, len(sentences)))
         translator = translate.translator
-    result["model_choice"], result["chosen"], result["alpha"] = choice.scores, choice.chosen, config.alpha
     with clock.part("test"):
-        scores = score_on_test(config, run_dir, translator, choice.chosen, examples)
-    result.update({k: v for k, v in scores.items() if k != "hypotheses"})
+        tested = score_on_test(config, run_dir, translator, choice.chosen, examples)
+    exported = None
     if config.export_dir:
         with clock.part("export"):
-            result["export_path"] = saved_model.export_translator(translator, config.export_dir)
-            print(f"\nSavedModel exported to {result['export_path']} (computing in {model.dtype_policy.name})")
-    result["total_seconds"] = time.monotonic() - started
-    print(f"Done in {result['total_seconds'] / 60:.1f} minutes.")
+            exported = export(translator, config.export_dir)
+    outcome = Outcome(trained.seconds, choice, tested, exported, time.monotonic() - started)
+    print(f"Done in {outcome.total_seconds / 60:.1f} minutes.")
     if config.time_budget:
         print(budget.describe(budget.load(run_dir)), flush=True)
-    return result
+    return outcome
