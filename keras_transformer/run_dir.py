@@ -51,6 +51,7 @@ class RunDir:
     VOCABULARY = "sentencepiece.model"
     CHOICE = "model_choice.json"
     BUDGET = "budget.json"
+    RECORD = "record.json"
 
     def __init__(self, path):
         self.path = str(path)
@@ -93,6 +94,10 @@ class RunDir:
     @property
     def budget_path(self):
         return self._join(self.BUDGET)
+
+    @property
+    def record_path(self):
+        return self._join(self.RECORD)
 
     @property
     def backup_dir(self):
@@ -172,6 +177,14 @@ class RunDir:
     def write_budget(self, record):
         """Writes the time budget record (a dict, whole: `training.budget.save`)."""
         self._write_json(self.budget_path, record)
+
+    def write_record(self, record):
+        """Writes the finished run's record (`cli.records`: command, machine, scores)."""
+        self._write_json(self.record_path, record)
+
+    def read_record(self):
+        """The finished run's record, or None before the run has finished."""
+        return self._read_json(self.record_path)
 
     def read_validation_state(self):
         """The raw validation record (see `training.bleu_validation`), or None."""

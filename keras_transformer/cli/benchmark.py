@@ -8,7 +8,7 @@ import tempfile
 from keras_transformer.config import BATCH_TOKENS, RunConfig
 from keras_transformer.run_dir import default_model_dir
 from keras_transformer.modeling import presets
-from keras_transformer.cli.common import make_parser
+from keras_transformer.cli.common import make_parser, record_flag
 from keras_transformer.benchmarks import eole_peer
 
 
@@ -99,7 +99,20 @@ def _parser():
                       "folder of an earlier call with the same flags (one that was stopped, say), the command goes "
                       "on from it: the runs, vocabulary and speed probes that call finished on the same inputs are "
                       "taken as they are, the rest is done again.")
+    record_flag(parser)
     return parser
+
+
+def _record(args, argv, kind, precision, corpus, figures):
+    """With --record: this mode's record (`cli.records`) in that folder."""
+    if not args.record:
+        return
+    import sys  # noqa: PLC0415
+
+    from keras_transformer.cli import records  # noqa: PLC0415
+
+    command = records.command_line("benchmark.py", sys.argv[1:] if argv is None else argv)
+    print(f"Record written to {records.write(args.record, records.make(kind, command, precision, corpus, figures))}")
 
 
 def _peer_main(parser, args):
@@ -164,15 +177,22 @@ def _check_at_least_one(parser, args, names):
             parser.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}.")
 
 
-def _serving_main(parser, args):
+def _serving_main(parser, args, argv=None):
     """--serving: the SavedModel and Translator against CTranslate2 on a trained run."""
     _check_at_least_one(parser, args, ("serving_sentences", "serving_rounds", "serving_quick_steps"))
     from keras_transformer.benchmarks import serving  # noqa: PLC0415
     from keras_transformer.run_dir import RunDir  # noqa: PLC0415
 
     def figures(model_dir):
-        serving.serving_figures(model_dir, args.corpus, args.serving_sentences, batch_size=args.engines_batch,
-                                rounds=args.serving_rounds)
+        measured = serving.serving_figures(model_dir, args.corpus, args.serving_sentences,
+                                           batch_size=args.engines_batch, rounds=args.serving_rounds)
+        config = RunDir(model_dir).load_config()
+        corpus = {"dataset": args.corpus or config.dataset, "split": None if args.corpus else "test",
+                  "sentences": args.serving_sentences, "model_dir": args.serving}
+        stand_in = {} if model_dir == args.serving else {"stand_in_updates": args.serving_quick_steps}
+        _record(args, argv, "serving", config.precision, corpus,
+                {"preset": config.preset, "beam_size": config.beam_size, "batch_size": args.engines_batch,
+                 **stand_in, **measured})
 
     main_job_run = _main_job_run()
     try:
@@ -188,20 +208,26 @@ def _serving_main(parser, args):
     return 0
 
 
-def _constrained_main(parser, args):
+def _constrained_main(parser, args, argv=None):
     """--constrained: plain against constrained beam search on a trained run."""
     _check_at_least_one(parser, args, ("constrained_sentences", "constrained_rounds", "engines_batch"))
     from keras_transformer.benchmarks import constrained  # noqa: PLC0415
 
     try:
-        constrained.constrained_figures(args.constrained, args.corpus, args.constrained_sentences,
-                                        args.engines_batch, args.constrained_rounds)
+        measured = constrained.constrained_figures(args.constrained, args.corpus, args.constrained_sentences,
+                                                   args.engines_batch, args.constrained_rounds)
+        from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+
+        config = RunDir(args.constrained).load_config()
+        _record(args, argv, "constrained", config.precision,
+                {"dataset": args.corpus or config.dataset, "split": None if args.corpus else "test",
+                 "sentences": args.constrained_sentences, "model_dir": args.constrained}, measured)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"benchmark.py: error: {error}\n")
     return 0
 
 
-def _speed_main(parser, args):
+def _speed_main(parser, args, argv=None):
     """Training and decoding speed on random weights, and optionally training's start on large corpora."""
     if args.streaming_pairs < 0:
         parser.error(f"--streaming-pairs must be at least 0; got {args.streaming_pairs}.")
@@ -209,19 +235,24 @@ def _speed_main(parser, args):
                                        "output_length", "engines_batch"))
     from keras_transformer.benchmarks import speed  # noqa: PLC0415
 
+    synthetic = {"dataset": "synthetic", "vocab_size": args.vocab_size, "batch_tokens": args.batch_tokens,
+                 "length": args.length, "decode_batch": args.decode_batch, "output_length": args.output_length}
     if args.onednn:
         from keras_transformer.benchmarks import onednn  # noqa: PLC0415
 
-        onednn.onednn_figures(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
-                              args.decode_batch, args.output_length)
+        measured = onednn.onednn_figures(args.preset, args.vocab_size, args.batch_tokens, args.length,
+                                         args.train_steps, args.decode_batch, args.output_length)
+        _record(args, argv, "onednn", "float32", synthetic, {"preset": args.preset, **measured})
         return 0
     if args.steps_per_execution:
         speed.steps_per_execution_figures(("small", "base"), args.vocab_size, args.batch_tokens, args.length,
                                           args.train_steps, args.steps_per_execution)
         return 0
-    speed.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
-                        args.decode_batch, args.output_length, args.corpus, args.skip_training,
-                        args.engines_batch)
+    measured = speed.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
+                                   args.decode_batch, args.output_length, args.corpus, args.skip_training,
+                                   args.engines_batch)
+    _record(args, argv, "speed", "float32 and mixed_bfloat16", {**synthetic, "padding_corpus": args.corpus},
+            {"preset": args.preset, **measured})
     if args.streaming_pairs:
         from keras_transformer.benchmarks import streaming  # noqa: PLC0415
 
@@ -235,7 +266,7 @@ def benchmark_main(argv=None):
     if args.peer_eole is not None:
         return _peer_main(parser, args)
     if args.serving is not None:
-        return _serving_main(parser, args)
+        return _serving_main(parser, args, argv)
     if args.constrained is not None:
-        return _constrained_main(parser, args)
-    return _speed_main(parser, args)
+        return _constrained_main(parser, args, argv)
+    return _speed_main(parser, args, argv)

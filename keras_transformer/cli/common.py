@@ -50,3 +50,10 @@ def precision_flag(parser):
                         help="The Keras dtype policy to compute in (default: the one the run trained in, "
                         "recorded in its run_config.json; auto: this machine's choice). Another policy "
                         "can translate differently; training model directories only.")
+
+
+def record_flag(parser):
+    parser.add_argument("--record", default=None, metavar="DIR",
+                        help="Write this run's figures as a record (command, commit, machine, precision, corpus: "
+                        "keras_transformer/cli/records.py) into DIR as a new JSON file; results/ holds those "
+                        "the docs cite.")

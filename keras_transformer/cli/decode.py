@@ -3,7 +3,7 @@
 import os
 import sys
 
-from keras_transformer.cli.common import decoding_flags, make_parser, restored_translator
+from keras_transformer.cli.common import decoding_flags, make_parser, record_flag, restored_translator
 from keras_transformer.run_dir import RunDir
 
 
@@ -154,6 +154,7 @@ def evaluate_main(argv=None):
     parser.add_argument("--glossary", default=None, metavar="TSV",
                         help="'source term<TAB>target term' lines, as translate.py takes them; as --constraints.")
     decoding_flags(parser)
+    record_flag(parser)
     args = parser.parse_args(argv)
     from keras_transformer.data import sources  # noqa: PLC0415
     from keras_transformer.decoding import evaluation  # noqa: PLC0415
@@ -168,8 +169,11 @@ def evaluate_main(argv=None):
         constraints, _ = read_terms(sentences, args.constraints, args.glossary)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"evaluate.py: error: {error}\n")
+    figures = {}
     if constraints is None:
-        _print_evaluation(evaluation.evaluate(translator, sentences, references, output, args.batch_size))
+        figures["scores"] = _print_evaluation(evaluation.evaluate(translator, sentences, references, output,
+                                                                  args.batch_size))
+        _record_evaluation(args, argv, config, translator, len(sentences), figures)
         return 0
     from keras_transformer.decoding.terminology import term_use  # noqa: PLC0415
 
@@ -181,15 +185,35 @@ def evaluate_main(argv=None):
             parser.exit(1, f"evaluate.py: error: {error}\n")
         used, total = term_use(result["hypotheses"], constraints)
         print(f"{label}:")
-        _print_evaluation(result)
-        print(f"term use  {100.0 * used / max(total, 1):.2f}% ({used} of {total} constraints)")
+        figures[label] = {**_print_evaluation(result), "term_use": 100.0 * used / max(total, 1)}
+        print(f"term use  {figures[label]['term_use']:.2f}% ({used} of {total} constraints)")
+    _record_evaluation(args, argv, config, translator, len(sentences), figures)
     return 0
 
 
+def _record_evaluation(args, argv, config, translator, sentences, figures):
+    """With --record: evaluate.py's record, its scores under the split's name ("dev" for validation)."""
+    if not args.record:
+        return
+    from keras_transformer.cli import records  # noqa: PLC0415
+
+    corpus = {"dataset": args.dataset or config.dataset, "split": args.split, "sentences": sentences,
+              "model_dir": args.model_dir}
+    decoding = {"beam_size": translator.beam_size, "alpha": translator.alpha}
+    scores = figures.pop("scores", None)
+    split = {"validation": "dev", "test": "test"}.get(args.split, args.split)
+    record = records.make("evaluate", records.command_line("evaluate.py", sys.argv[1:] if argv is None else argv),
+                          translator.models[0].dtype_policy.name, corpus, {**decoding, **figures},
+                          **({split: scores} if scores else {}))
+    print(f"Record written to {records.write(args.record, record)}")
+
+
 def _print_evaluation(result):
+    """Prints `evaluation.evaluate`'s scores; returns them without the hypotheses."""
     print(f"sacreBLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
     print(f"chrF      {result['chrf']:.2f}  ({result['chrf_signature']})")
     print(f"hypotheses: {result['hypotheses_path']}")
+    return {key: value for key, value in result.items() if key != "hypotheses"}
 
 
 def plot_attention_main(argv=None):

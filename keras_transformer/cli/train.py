@@ -64,6 +64,10 @@ def _train_parser():
         "with sacreBLEU and export a SavedModel. With no flags: the small preset on the built-in corpus.",
     )
     add_dataclass_flags(parser, run_config.RunConfig, _CHOICES, suppressed=_INHERITED)
+    parser.add_argument("--record", default=None, metavar="DIR",
+                        help="Also write the run's record (command, commit, machine, precision, corpus, dev and "
+                        "test scores, updates, minutes), which it always writes into its run folder as "
+                        "record.json, into DIR as a new file: results/ holds those the docs cite.")
     parser.add_argument("--inspect-data", action="store_true",
                         help="Print what the data pipeline makes of --dataset (pairs, skips, batches, "
                         "padding efficiency) and exit without training.")
@@ -83,7 +87,7 @@ def train_main(argv=None):
     argv_given = argv is not None
     argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(parser.parse_args(argv))
-    inspect = args.pop("inspect_data")
+    inspect, record_dir = args.pop("inspect_data"), args.pop("record")
     given = {name for name in _INHERITED if name in args}
     defaults = {field.name: field.default for field in dataclasses.fields(run_config.RunConfig)}
     args.update({name: defaults[name] for name in _INHERITED if name not in given})
@@ -110,8 +114,33 @@ def train_main(argv=None):
             return 0
         # Called as the program (no argv), a time budget counts from the process's start.
         started = None if argv_given else budget.process_start()
-        recipe.train_and_evaluate(config, fixed=given_flags(argv), started=started)
+        outcome = recipe.train_and_evaluate(config, fixed=given_flags(argv), started=started)
+        if outcome.test is not None:  # the chief's
+            from keras_transformer.cli import records  # noqa: PLC0415
+
+            record = run_record(outcome, records.command_line("train.py", argv))
+            RunDir(outcome.config.model_dir).write_record(record)
+            if record_dir:
+                print(f"Record written to {records.write(record_dir, record)}")
     except (FileNotFoundError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def run_record(outcome, command):
+    """The record (`cli.records`) of a finished `train.py` run, from its `recipe.Outcome`."""
+    from keras_transformer.cli import records  # noqa: PLC0415
+
+    config, choice, test = outcome.config, outcome.choice, outcome.test
+    dev = choice.alpha_scores[f"{choice.alpha:g}"] if choice.alpha is not None else choice.scores[choice.chosen]
+    corpus = {"dataset": config.dataset, "test": config.test, "validation_sentences": choice.validation_sentences,
+              "test_sentences": test.sentences}
+    figures = {"preset": config.preset, "vocab_size": config.vocab_size, "time_budget": config.time_budget,
+               "steps": None if config.time_budget else config.steps, "updates": outcome.updates,
+               "model": choice.chosen, "alpha": config.alpha, "train_minutes": outcome.train_seconds / 60.0,
+               "total_minutes": outcome.total_seconds / 60.0}
+    return records.make("train", command, config.precision, corpus, figures,
+                        dev={**dev, "sentences": choice.validation_sentences},
+                        test={"bleu": test.bleu, "chrf": test.chrf, "exact_match": test.exact_match,
+                              "sentences": test.sentences, "bleu_signature": test.bleu_signature})

@@ -41,6 +41,7 @@ import keras
 
 from keras_transformer.decoding import evaluation
 from keras_transformer.files import atomic_path
+from keras_transformer.training import optimization
 from keras_transformer.training.budget import BeamTiming
 
 # The beam search's seconds move as the model trains (LibreOffice at 25 minutes:
@@ -237,8 +238,7 @@ class BleuValidation(keras.callbacks.Callback):
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is None:
             return (interval + 1) * (self.updates_per_interval or 1)
-        accumulation = getattr(optimizer, "gradient_accumulation_steps", None) or 1
-        counted = int(keras.ops.convert_to_numpy(optimizer.iterations)) // accumulation
+        counted = optimization.updates_made(optimizer)
         if self.updates_per_interval is None:
             return counted
         nominal = (interval + 1) * self.updates_per_interval

@@ -194,3 +194,10 @@ def make_optimizer(d_model, training, progress=None):
     """Adam(0.9, 0.98, 1e-9) on `make_schedule`, accumulating `training.grad_accum` batches per update."""
     return paper_adam(make_schedule(d_model, training, progress),
                       gradient_accumulation_steps=training.grad_accum if training.grad_accum > 1 else None)
+
+
+def updates_made(optimizer):
+    """The updates `optimizer` has applied: its count of steps, which counts
+    each batch under gradient accumulation, over the batches per update."""
+    accumulation = getattr(optimizer, "gradient_accumulation_steps", None) or 1
+    return int(ops.convert_to_numpy(optimizer.iterations)) // accumulation

@@ -41,7 +41,8 @@ from keras_transformer.modeling import presets
 from keras_transformer.modeling.precision import resolve_precision
 from keras_transformer.modeling.transformer import build_transformer
 from keras_transformer.run_dir import RunDir, default_export_dir, default_model_dir
-from keras_transformer.training import auto_config, budget, distribution, fine_tuning, model_choice, trainer
+from keras_transformer.training import (auto_config, budget, distribution, fine_tuning, model_choice, optimization,
+                                        trainer)
 from keras_transformer.training.vocabulary import load_tokenizer
 
 
@@ -49,13 +50,15 @@ from keras_transformer.training.vocabulary import load_tokenizer
 class Trained:
     """What training hands on: the run's config as recorded (with what the
     recipe chose), the model at its last weights, its tokenizer and strategy,
-    and the seconds from the command's start to training's end."""
+    the seconds from the command's start to training's end, and the updates
+    made (the optimizer's count, a resumed run's earlier ones included)."""
 
     config: object
     model: object
     tokenizer: object
     strategy: object
     seconds: float
+    updates: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,10 +87,14 @@ class Exported:
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """The whole command's outcome. On a worker that is not the chief, only
-    `train_seconds` is set (the chief chooses, tests and exports)."""
+    """The whole command's outcome: the run's final config (the recipe's
+    choices and the chosen length penalty in it) and what each stage handed
+    on. On a worker that is not the chief, only the config and training's
+    figures are set (the chief chooses, tests and exports)."""
 
+    config: object
     train_seconds: float
+    updates: int
     choice: model_choice.ModelChoice = None
     test: Tested = None
     export: Exported = None  # None when the run was not exported (an empty --export-dir)
@@ -257,7 +264,8 @@ def train(config, verbose="auto", fixed=(), started=None):
     config, strategy, run_dir, started = start_run(config, fixed, started)
     model, tokenizer = trainer.train(config.data, config.model, config.training, config.bleu_validation,
                                      config.decoding, run_dir, strategy, verbose, budget_start=started)
-    return Trained(config, model, tokenizer, strategy, time.monotonic() - started)
+    return Trained(config, model, tokenizer, strategy, time.monotonic() - started,
+                   optimization.updates_made(model.optimizer))
 
 
 def first_cooldown_interval(training, run_dir):
@@ -399,7 +407,7 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     trained = train(config, fixed=fixed, started=started)
     config, model = trained.config, trained.model
     if not distribution.worker_role(trained.strategy)[0]:  # not the chief
-        return Outcome(trained.seconds)
+        return Outcome(config, trained.seconds, trained.updates)
     run_dir = RunDir(config.model_dir)
     clock = PartClock(config, run_dir, started + trained.seconds)
     with clock.part("choice"):
@@ -421,7 +429,8 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
     if config.export_dir:
         with clock.part("export"):
             exported = export(translator, config.export_dir)
-    outcome = Outcome(trained.seconds, choice, tested, exported, time.monotonic() - started)
+    outcome = Outcome(config, trained.seconds, trained.updates, choice, tested, exported,
+                      time.monotonic() - started)
     print(f"Done in {outcome.total_seconds / 60:.1f} minutes.")
     if config.time_budget:
         print(budget.describe(budget.load(run_dir)), flush=True)

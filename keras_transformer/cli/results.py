@@ -1,0 +1,196 @@
+"""`scripts/make_results.py`: the docs' tables of figures, built from the records in results/.
+
+Every published figure lives in a record its command wrote (`cli.records`).
+This builds, from the records of a folder:
+- the README's Results table, between its `<!-- results -->` and
+  `<!-- /results -->` lines: a row per record, naming CPU, precision and
+  command;
+- docs/results.md, the evidence page: every record's figures by kind and
+  corpus, dev and test scores apart, and the spread of repeated runs.
+`--check` writes nothing and fails when a page differs from what it builds;
+tests/test_docs.py does the same.
+"""
+
+import argparse
+import collections
+import os
+import re
+import sys
+
+from keras_transformer.cli import records
+
+BEGIN, END = "<!-- results -->", "<!-- /results -->"
+PAGE = os.path.join("docs", "results.md")
+
+
+def machine(record):
+    """The CPU (or GPUs) a record's figures were measured on, in a few words."""
+    found = record["machine"]
+    cpu = f"{found['cpu']} (family {found['family']}, model {found['model']}"
+    cpu += f"; {' '.join(found['flags'])})" if found["flags"] else ")"
+    gpus = f", {len(found['gpus'])} GPU: {', '.join(sorted(set(found['gpus'])))}" if found["gpus"] else ""
+    return f"{cpu}, {found['threads']} threads{gpus}"
+
+
+def _scores(scores, label):
+    if not scores:
+        return ""
+    exact = f", exact match {scores['exact_match']:.1f}%" if "exact_match" in scores else ""
+    return f"{label} sacreBLEU {scores['bleu']:.2f}, chrF {scores['chrf']:.2f}{exact} ({scores['sentences']:,})"
+
+
+def what(record):
+    """A record's row title: what was measured, on what."""
+    figures, corpus = record["figures"], record["corpus"]
+    name = os.path.basename(str(corpus.get("dataset")))
+    if record["kind"] == "train":
+        trained = (f"{figures['time_budget']}-minute budget" if figures["time_budget"] else
+                   f"{figures['preset']} preset, {figures['steps']:,} updates")
+        return f"Training on {name}: {trained}"
+    if record["kind"] == "evaluate":
+        return f"{name} {corpus['split']} split, the model of {corpus['model_dir']}"
+    if record["kind"] in ("serving", "constrained"):
+        return f"{record['kind'].capitalize()}: the {figures['preset']} model of {corpus['model_dir']}, beam " \
+               f"{figures['beam_size']}, {corpus['sentences']} sentences of {name}"
+    if record["kind"] == "speed":
+        return f"Speed: the {figures['preset']} preset on synthetic batches"
+    return f"oneDNN kernels: the {figures['preset']} preset in float32"
+
+
+def figures_text(record):
+    """A record's headline figures in a sentence."""
+    figures = record["figures"]
+    if record["kind"] in ("train", "evaluate"):
+        scores = "; ".join(part for part in (_scores(record.get("test"), "test"), _scores(record.get("dev"), "dev"))
+                           if part)
+        if record["kind"] == "evaluate":
+            return scores
+        return (f"{scores}; {figures['updates']:,} updates, {figures['total_minutes']:.1f} minutes in all "
+                f"({figures['model']} checkpoint, alpha {figures['alpha']:g})")
+    if record["kind"] == "serving":
+        ours = figures["SavedModel"]
+        text = f"SavedModel: batch 1 {ours['batch1_ms']:.1f} ms/sentence, batch {figures['batch_size']} " \
+               f"{ours['batched_per_s']:.1f} sentences/s"
+        ratio = figures.get("SavedModel / CTranslate2 float32")
+        if ratio:
+            text += f"; **{ratio['batch1']:.2f}×** and **{ratio['batched']:.2f}×** CTranslate2 float32's " \
+                    f"speed ({figures['CTranslate2 float32']['batch1_ms']:.1f} ms, " \
+                    f"{figures['CTranslate2 float32']['batched_per_s']:.1f} sentences/s, 2 threads)"
+        return text
+    if record["kind"] == "speed":
+        parts = []
+        if "float32_vs_keras_hub" in figures:
+            parts.append(f"training float32 {figures['train_float32_tokens_per_s']:.0f} target tokens/s, "
+                         f"**{figures['float32_vs_keras_hub']:.2f}×** keras-hub's "
+                         f"{figures['train_keras_hub_float32_tokens_per_s']:.0f}; mixed_bfloat16 "
+                         f"{figures['train_mixed_bfloat16_tokens_per_s']:.0f}, "
+                         f"**{figures['bfloat16_vs_keras_hub_float32']:.2f}×**")
+        parts.append(f"cached beam search **{figures['decode_cached_vs_uncached']:.2f}×** uncached")
+        if "ours_best_vs_ctranslate2_float32" in figures:
+            parts.append(f"beam search (best of our precisions) **{figures['ours_best_vs_ctranslate2_float32']:.2f}×** "
+                         f"CTranslate2 float32's output tokens/s, **{figures['ours_best_vs_ctranslate2_int8']:.2f}×** "
+                         "its int8's")
+        return "; ".join(parts)
+    if record["kind"] == "constrained":
+        return "; ".join(f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
+                         for key, value in sorted(figures.items()) if not isinstance(value, dict))
+    return (f"oneDNN on against off: training **{figures['train_ratio']:.2f}×**, beam search "
+            f"**{figures['decode_ratio']:.2f}×**")
+
+
+def _cell(text):
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def readme_table(found):
+    """The README's Results table: a row per record of training, serving and speed."""
+    rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
+    for record in found:
+        if record["kind"] in ("train", "serving", "speed", "onednn"):
+            rows.append("| " + " | ".join(_cell(cell) for cell in (
+                what(record), figures_text(record), machine(record), record["precision"],
+                f"`{record['command']}`")) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def spread(group, key):
+    """"a–b over n runs" of the test (or dev) sacreBLEU of records that ran one command on one machine."""
+    values = [record[key]["bleu"] for record in group if record.get(key)]
+    if len(values) < 2:
+        return ""
+    return f"{min(values):.2f}–{max(values):.2f} over {len(values)} runs"
+
+
+def page(found):
+    """docs/results.md: every record, by kind and corpus."""
+    lines = ["# Results", "",
+             "Every figure the README and these pages publish, as the records in `results/` hold it: one JSON "
+             "file per run, written by the command beside it (`--record results`), with the commit, CPU and "
+             "precision it ran with. `python scripts/make_results.py` builds this page and the README's "
+             "Results table from them; a test fails when either differs. Dev scores are the validation "
+             "sentences the run chose its checkpoint and length penalty on; test scores are of sentences "
+             "it never saw.", ""]
+    by_kind = collections.defaultdict(list)
+    for record in found:
+        by_kind[record["kind"]].append(record)
+    for kind in records.KINDS:
+        if not by_kind[kind]:
+            continue
+        lines += [f"## {kind.capitalize()}", ""]
+        groups = collections.defaultdict(list)
+        for record in by_kind[kind]:
+            groups[(record["command"], machine(record), record["precision"])].append(record)
+        for (command, cpu, precision), group in groups.items():
+            lines += [f"`{command}`", "", f"{cpu}, {precision}.", "", "| date | commit | what | figures |",
+                      "|---|---|---|---|"]
+            lines += [f"| {record['date'][:10]} | {(record['commit'] or 'none')[:12]} | {_cell(what(record))} | "
+                      f"{_cell(figures_text(record))} |" for record in group]
+            spreads = [f"{label} sacreBLEU {text}" for label, text in
+                       (("test", spread(group, "test")), ("dev", spread(group, "dev"))) if text]
+            lines += ["", f"Spread: {'; '.join(spreads)}."] if spreads else []
+            lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def with_table(readme, table):
+    """`readme` with the text between its results markers replaced by `table`."""
+    pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"The README has no {BEGIN} ... {END} lines to put the Results table between.")
+    return pattern.sub(lambda _: f"{BEGIN}\n{table}{END}", readme)
+
+
+def built(root, folder):
+    """{path: text} of the pages as the records of `folder` make them."""
+    found = records.read_all(folder)
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    return {"README.md": with_table(readme, readme_table(found)), PAGE: page(found)}
+
+
+def results_main(argv=None):
+    parser = argparse.ArgumentParser(prog="make_results.py", description=(
+        "Build the README's Results table and docs/results.md from the records in results/ (run it from the "
+        "repository's top folder)."))
+    parser.add_argument("--records", default="results", help="The folder of records (default: %(default)s).")
+    parser.add_argument("--check", action="store_true",
+                        help="Write nothing; exit 1 naming each page that differs from what the records make.")
+    args = parser.parse_args(argv)
+    try:
+        pages = built(".", args.records)
+    except (OSError, ValueError) as error:
+        parser.exit(1, f"make_results.py: error: {error}\n")
+    stale = []
+    for path, text in pages.items():
+        current = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        if current != text:
+            stale.append(path)
+            if not args.check:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+    if args.check and stale:
+        print(f"make_results.py: {', '.join(stale)} differ from what {args.records}/ makes; run "
+              "python scripts/make_results.py", file=sys.stderr)
+        return 1
+    print(f"{len(pages)} pages built from {args.records}/" + (f", {len(stale)} rewritten" if stale else ""))
+    return 0

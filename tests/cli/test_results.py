@@ -1,0 +1,74 @@
+"""The docs' tables of figures are built from the records in results/ (`cli.results`)."""
+
+import os
+
+from tests.conftest import ROOT
+
+MACHINE = {"cpu": "Intel(R) Xeon(R) Processor", "family": 6, "model": 143, "flags": ["avx512_bf16", "amx_bf16"],
+           "threads": 2, "gpus": []}
+
+
+def train_record(test_bleu, dev_bleu, date):
+    return {"kind": "train", "command": "python scripts/train.py --dataset lo.tsv --time-budget 25",
+            "version": "0.4.0", "commit": "abc", "date": date, "machine": MACHINE, "precision": "mixed_bfloat16",
+            "corpus": {"dataset": "runs/lo.tsv", "test": "lo.test.tsv"},
+            "dev": {"bleu": dev_bleu, "chrf": 50.0, "exact_match": 1.0, "sentences": 200},
+            "test": {"bleu": test_bleu, "chrf": 47.2, "exact_match": 2.5, "sentences": 2000},
+            "figures": {"preset": "small", "vocab_size": 8000, "time_budget": "25", "steps": None, "updates": 2492,
+                        "model": "average", "alpha": 1.0, "train_minutes": 20.0, "total_minutes": 24.7}}
+
+
+def test_a_training_record_is_a_row_naming_its_cpu_precision_and_command():
+    from keras_transformer.cli import results
+
+    table = results.readme_table([train_record(21.9, 33.23, "2026-12-06T10:00:00Z")]).splitlines()
+    assert table[2] == (
+        "| Training on lo.tsv: 25-minute budget | test sacreBLEU 21.90, chrF 47.20, exact match 2.5% (2,000); "
+        "dev sacreBLEU 33.23, chrF 50.00, exact match 1.0% (200); 2,492 updates, 24.7 minutes in all (average "
+        "checkpoint, alpha 1) | Intel(R) Xeon(R) Processor (family 6, model 143; avx512_bf16 amx_bf16), 2 threads "
+        "| mixed_bfloat16 | `python scripts/train.py --dataset lo.tsv --time-budget 25` |")
+
+
+def test_repeated_runs_of_one_command_show_their_spread_dev_and_test_apart():
+    from keras_transformer.cli import results
+
+    page = results.page([train_record(21.9, 33.2, "2026-12-06T10:00:00Z"),
+                         train_record(21.67, 32.58, "2026-12-06T11:00:00Z")])
+    assert "Spread: test sacreBLEU 21.67–21.90 over 2 runs; dev sacreBLEU 32.58–33.20 over 2 runs." in page
+    single = results.page([train_record(21.9, 33.2, "2026-12-06T10:00:00Z")])
+    assert "Spread" not in single
+
+
+def test_the_table_goes_between_the_readmes_markers_and_nowhere_else():
+    import pytest
+
+    from keras_transformer.cli import results
+
+    readme = f"# x\n\n{results.BEGIN}\nold\nrows\n{results.END}\n\nafter\n"
+    assert results.with_table(readme, "| new |\n") == f"# x\n\n{results.BEGIN}\n| new |\n{results.END}\n\nafter\n"
+    with pytest.raises(ValueError, match="no <!-- results -->"):
+        results.with_table("# x\n", "| new |\n")
+
+
+def test_check_fails_on_a_stale_page_and_passes_once_built(tmp_path, monkeypatch, capsys):
+    from keras_transformer.cli import records, results
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text(f"# x\n{results.BEGIN}\n{results.END}\n")
+    records.write(tmp_path / "results", train_record(21.9, 33.2, "2026-12-06T10:00:00Z"))
+    monkeypatch.chdir(tmp_path)
+    assert results.results_main(["--check"]) == 1
+    assert "README.md, docs/results.md differ" in capsys.readouterr().err
+    assert results.results_main([]) == 0
+    assert results.results_main(["--check"]) == 0
+    assert "| Training on lo.tsv: 25-minute budget |" in (tmp_path / "README.md").read_text()
+
+
+def test_the_readme_and_the_results_page_are_what_the_records_make():
+    """Every figure table in the README and docs/results.md is built from results/: a figure edited by hand,
+    or a record added without rebuilding, fails here."""
+    from keras_transformer.cli import results
+
+    for path, text in results.built(ROOT, os.path.join(ROOT, "results")).items():
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            assert f.read() == text, f"{path} differs from what results/ makes: python scripts/make_results.py"
