@@ -20,7 +20,7 @@ import importlib
 
 from keras_transformer.modeling import PRESETS, Transformer, TransformerConfig, layers, masks, presets
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "LabelSmoothedCrossEntropy",
