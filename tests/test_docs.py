@@ -58,7 +58,10 @@ COMMANDS_RUN_BY = {
     r"^pip install -e \. && python scripts/train\.py$": "tests/training/test_recipe.py",
     r'^pip install -e "\.\[test\]" && python -m pytest$': ".ci/run",
     r"^python scripts/train\.py --dataset corpus\.tsv --inspect-data$": "test_inspect_data_command",
-    r"^python scripts/train\.py --dataset wmt14_translate/de-en .*--strategy mirrored": "test_wmt_recipe",
+    r"^python scripts/train\.py --dataset wmt14_translate/de-en (?!.*--jit-compile).*--strategy mirrored":
+        "test_wmt_recipe",
+    r"^python scripts/train\.py --dataset wmt14_translate/de-en .*--strategy mirrored .*--jit-compile":
+        "test_gpu_commands",
     r"^python scripts/average_checkpoints\.py ": "test_wmt_recipe",
     r"^python scripts/evaluate\.py --model-dir runs/wmt14-base ": "test_wmt_recipe",
     r"^python scripts/make_glossary\.py ": "test_terminology_commands",
@@ -70,7 +73,8 @@ COMMANDS_RUN_BY = {
     r"^echo .* \| python scripts/translate\.py --model ct2_models/": "test_ctranslate2_commands",
     r"^TF_CONFIG=.* python scripts/train\.py --strategy multi_worker ": "test_multi_worker_command",
     r"^echo .* \| python scripts/translate\.py --model (?!ct2_models/)": "test_translate_commands",
-    r"^python scripts/translate\.py --model saved_models/": "test_translate_commands",
+    r"^python scripts/translate\.py --model saved_models/numerals_en_de ": "test_translate_commands",
+    r"^python scripts/translate\.py --model saved_models/libreoffice\.train ": "test_real_data_commands",
     r"^python scripts/translate\.py --model runs/numerals_en_de-small --n-best ": "test_data_work_commands",
     r"^python scripts/translate\.py --model runs/numerals_en_de-small --sampling-": "test_data_work_commands",
     r"^python scripts/translate\.py --model runs/numerals_en_de-small --model ": "test_data_work_commands",
@@ -80,8 +84,11 @@ COMMANDS_RUN_BY = {
     r"^python scripts/translate\.py --model runs/de-en ": "test_backtranslation_recipe",
     r"^python scripts/mix_backtranslation\.py ": "test_backtranslation_recipe",
     r"^python scripts/train\.py --dataset mixed\.en,mixed\.de ": "test_backtranslation_recipe",
-    r"^docker run ": "test_serving_commands",
-    r"^curl ": "test_serving_commands",
+    r"^docker run .*numerals_en_de": "test_serving_commands",
+    r"^curl .*numerals_en_de": "test_serving_commands",
+    r"^docker run .*libreoffice": "test_real_data_commands",
+    r"^curl .*libreoffice": "test_real_data_commands",
+    r"^cut -f1 libreoffice\.test\.tsv ": "test_real_data_commands",
     r"^python scripts/plot_attention\.py ": "test_plot_attention_command",
     r"^python scripts/benchmark\.py --corpus ": "test_benchmark_command",
     r"^python scripts/benchmark\.py --serving ": "test_serving_benchmark_command",
@@ -89,7 +96,8 @@ COMMANDS_RUN_BY = {
     r"^python scripts/train\.py --init-from ": "test_fine_tuning_command",
     r"^head -n -2000 ": "test_real_data_commands",
     r"^tail -n 2000 ": "test_real_data_commands",
-    r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ": "test_real_data_commands",
+    r"^python scripts/train\.py --dataset libreoffice\.train\.tsv --test ": "test_real_data_commands",
+    r"^python scripts/train\.py --dataset libreoffice\.train\.tsv --inspect-data$": "test_real_data_commands",
     r"^awk .* > (short|medium)\.(train|test)\.tsv$": "test_real_data_commands",
     r"^python -c \"import random; .* > sample\.train\.tsv$": "test_sample_command",
     r"^python -c \"import random; d = \{\}; .*everyday\.train\.tsv": "test_everyday_command",
@@ -224,6 +232,25 @@ def test_every_docs_command_and_block_is_run():
         assert languages <= {"bash", "python", ""}, (page, languages)
     for owner in list(COMMANDS_RUN_BY.values()) + list(BLOCKS_RUN_BY.values()):
         assert owner in globals() or os.path.exists(os.path.join(ROOT, owner)), owner
+
+
+def test_gpu_commands():
+    """The GPU page's commands for the paper's base and big models on 8 GPUs parse with train.py's own flags
+    into the paper's settings, and the per-GPU batch the page states is the global batch over 8 replicas."""
+    from keras_transformer.cli.reference import parser_of
+
+    parser, page = parser_of(cli.train_main), page_text(os.path.join(DOCS, "gpu.md"))
+    made = {}
+    for command in [c for c in docs_commands() if re.search(r"--strategy mirrored .*--jit-compile", c)]:
+        args = vars(parser.parse_args(shlex.split(command)[2:]))
+        config = RunConfig(**{k: v for k, v in args.items() if k not in ("inspect_data", "record")})
+        made[config.preset] = config
+        assert (config.strategy, config.batch_tokens, config.warmup_steps, config.cooldown) == ("mirrored", 25000,
+                                                                                              4000, 0.0)
+        assert config.jit_compile and config.precision == "mixed_bfloat16" and config.label_smoothing == 0.1
+    assert (made["base"].steps, made["base"].average_last) == (100000, 5)  # the paper, section 6.1
+    assert (made["big"].steps, made["big"].average_last) == (300000, 20)
+    assert f"{25000 // 8:,} tokens a side per GPU on 8" in " ".join(page.split())
 
 
 def test_reference_command(tmp_path):
@@ -363,7 +390,7 @@ def test_translate_commands(trained_checkout, translator):
     expected = translator.translate([sentence] + SENTENCES, progress=False).best
     assert bash(trained_checkout, from_stdin).stdout == expected[0] + "\n"
 
-    from_file = docs_command(r"^python scripts/translate\.py --model saved_models/")
+    from_file = docs_command(r"^python scripts/translate\.py --model saved_models/numerals_en_de ")
     (trained_checkout / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     bash(trained_checkout, from_file)
     assert (trained_checkout / "translations.txt").read_text(encoding="utf-8") == "\n".join(expected[1:]) + "\n"
@@ -399,14 +426,15 @@ def test_inspect_data_command(tmp_path, small_corpus):
                KT_TEST_SCALE=json.dumps({"train.py": ["--vocab-size", "400"]})).stdout
     assert re.search(r"^pairs read: +380$", out, re.M)  # 20 of 400 held out for validation and test
     assert re.search(r"^padding efficiency: ", out, re.M)
-    assert json.load(open(checkout / "runs" / "corpus-small" / "run_config.json"))["dataset"] == "corpus.tsv"
+    # It keeps the vocabulary it trained for the run, but records no run: any training command may follow.
     assert (checkout / "runs" / "corpus-small" / "sentencepiece.model").exists()
+    assert not (checkout / "runs" / "corpus-small" / "run_config.json").exists()
 
 
 def test_serving_commands(trained_checkout, translator):
     from tests.helpers.serving_double import ServingDouble
 
-    docker, curl = docs_command(r"^docker run "), docs_command(r"^curl ")
+    docker, curl = docs_command(r"^docker run .*numerals_en_de"), docs_command(r"^curl .*numerals_en_de")
     client = docs_block("PredictionServiceStub")
     # What `docker run` relies on: the mounted folder holds numbered versions,
     # and the model name and ports are the ones the clients use.
@@ -636,7 +664,8 @@ def test_wmt_recipe(tmp_path):
     checkout = make_checkout(tmp_path)
     env = {"KT_TEST_MOCK_TFDS": "64", "KT_TEST_LOGICAL_CPUS": "2",
            "KT_TEST_SCALE": json.dumps({"train.py": TINY_SCALE})}
-    trained = bash(checkout, docs_command(r"--dataset wmt14_translate/de-en .*--strategy mirrored"), **env)
+    trained = bash(checkout, docs_command(r"--dataset wmt14_translate/de-en (?!.*--jit-compile).*--strategy mirrored"),
+                   **env)
     assert "Strategy: mirrored, 2 replica(s) in sync" in trained.stdout
     run = checkout / "runs" / "wmt14-base"
     kept = RunDir(run).checkpoints()
@@ -822,9 +851,16 @@ def test_real_data_commands(tmp_path, small_corpus):
             assert kept
             assert (checkout / f"{shape}.{split}.tsv").read_text(encoding="utf-8") == "".join(
                 f"{s}\t{t}\n" for s, t in kept)
-    command = docs_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv ")
+    # The README's inspection first: it keeps the vocabulary for the run and records none, so the
+    # budgeted command that follows starts in the same folder.
+    inspected = bash(checkout, docs_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv --insp"),
+                     KT_TEST_SCALE=json.dumps({"train.py": ["--vocab-size", "500"]})).stdout
+    assert re.search(r"^pairs read: +2\d\d$", inspected, re.M)  # 300 lines, less the pairs it holds out
+    command = docs_command(r"^python scripts/train\.py --dataset libreoffice\.train\.tsv --test ")
     assert command.endswith(" --time-budget 25")
     model_dir = re.search(r"--model-dir (\S+)", docs_command(r"^python scripts/plot_history\.py ")).group(1)
+    assert (checkout / model_dir / "sentencepiece.model").exists()  # the default folder: the run's
+    assert not (checkout / model_dir / "run_config.json").exists()
     # The clock places a budget's checkpoints: no --steps or --checkpoint-every.
     scale = ["--preset", "tiny", "--batch-tokens", "1024", "--vocab-size", "500", "--bleu-sentences", "5",
              "--max-output-extra", "5", "--time-budget", "1.5", "--model-dir", model_dir]
@@ -854,6 +890,28 @@ def test_real_data_commands(tmp_path, small_corpus):
     assert 1 <= len(updates) <= 6 and updates == sorted(set(updates)) and updates[-1] == record["updates"]
     assert plotted[-1] == output
     assert (checkout / output).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The README's way on to a served model: a file of sentences translated with the export, then TF Serving.
+    bash(checkout, docs_command(r"^cut -f1 libreoffice\.test\.tsv "))
+    sentences = (checkout / "help.txt").read_text(encoding="utf-8").splitlines()
+    assert sentences == [source for source, _ in pairs[300:320]]
+    translate = docs_command(r"^python scripts/translate\.py --model saved_models/libreoffice\.train ")
+    bash(checkout, translate)
+    output_file = re.search(r"--output (\S+)", translate).group(1)
+    translated = (checkout / output_file).read_text(encoding="utf-8").splitlines()
+    from keras_transformer.export.loading import load_translator
+
+    export = re.search(r"--model (\S+)", translate).group(1)
+    assert translated == load_translator(str(checkout / export)).translate(sentences).best
+    from tests.helpers.serving_double import ServingDouble
+
+    docker, curl = docs_command(r"^docker run .*libreoffice"), docs_command(r"^curl .*libreoffice")
+    host_path, name = re.search(r'-v "\$PWD/([^:]+):/models/([^"]+)"', docker).groups()
+    assert host_path == export and re.search(rf"-e MODEL_NAME={name}\b", docker) and "-p 8501:8501" in docker
+    sentence = json.loads(re.search(r"-d '(.*?)'", curl).group(1))["instances"][0]
+    with ServingDouble(name, str(checkout / host_path)) as server:
+        rest = bash(checkout, curl.replace("localhost:8501", f"localhost:{server.rest_port}"))
+    (prediction,) = json.loads(rest.stdout)["predictions"]
+    assert prediction["translations"] == load_translator(str(checkout / export)).translate([sentence]).best[0]
 
 
 def test_terminology_commands(tmp_path, trained_tiny_run):

@@ -115,7 +115,7 @@ def _record(args, argv, kind, precision, corpus, figures):
     print(f"Record written to {records.write(args.record, records.make(kind, command, precision, corpus, figures))}")
 
 
-def _peer_main(parser, args):
+def _peer_main(parser, args, argv=None):
     """--peer-eole: this package against eole at the same budget."""
     from keras_transformer.config import parse_minutes  # noqa: PLC0415
 
@@ -147,10 +147,17 @@ def _peer_main(parser, args):
         except ValueError as error:
             parser.error(str(error))
     try:
-        eole_peer.compare(args.dataset, args.test, getattr(args, "time_budget", None), os.path.abspath(eole),
-                          args.peer_dir, rates, args.peer_ours)
+        mine, peer = eole_peer.compare(args.dataset, args.test, getattr(args, "time_budget", None),
+                                       os.path.abspath(eole), args.peer_dir, rates, args.peer_ours)
     except (FileNotFoundError, ValueError) as error:
         parser.exit(1, f"benchmark.py: error: {error}\n")
+    from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+
+    config = RunDir(args.peer_ours or os.path.join(args.peer_dir, "ours")).load_config()
+    _record(args, argv, "eole", config.precision, {"dataset": config.dataset, "test": config.test},
+            {"time_budget": config.time_budget, "preset": config.preset,
+             "ours": {"bleu": mine.scores["bleu"], "chrf": mine.scores["chrf"], "updates": mine.updates},
+             "eole": {"bleu": peer.scores["bleu"], "chrf": peer.scores["chrf"], "updates": peer.updates}})
     return 0
 
 
@@ -264,7 +271,7 @@ def benchmark_main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
     if args.peer_eole is not None:
-        return _peer_main(parser, args)
+        return _peer_main(parser, args, argv)
     if args.serving is not None:
         return _serving_main(parser, args, argv)
     if args.constrained is not None:

@@ -199,7 +199,9 @@ def _record_evaluation(args, argv, config, translator, sentences, figures):
 
     corpus = {"dataset": args.dataset or config.dataset, "split": args.split, "sentences": sentences,
               "model_dir": args.model_dir}
-    decoding = {"beam_size": translator.beam_size, "alpha": translator.alpha}
+    decoding = {"beam_size": translator.beam_size, "alpha": translator.alpha,
+                "no_repeat_ngram_size": translator.no_repeat_ngram_size,
+                "repetition_penalty": translator.repetition_penalty}
     scores = figures.pop("scores", None)
     split = {"validation": "dev", "test": "test"}.get(args.split, args.split)
     record = records.make("evaluate", records.command_line("evaluate.py", sys.argv[1:] if argv is None else argv),

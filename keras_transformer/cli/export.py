@@ -20,8 +20,8 @@ def export_main(argv=None):
                         help="saved_model for TF Serving; ctranslate2 for CTranslate2's C++/Python runtime "
                         "(needs the ctranslate2 extra: pip install -e \".[ctranslate2]\").")
     parser.add_argument("--quantization", default=None, choices=["int8", "int8_float32", "float16", "float32"],
-                        help="ctranslate2 only: the stored weight type (default int8: 4x smaller than float32 "
-                        "and the fastest on CPU).")
+                        help="ctranslate2 only: the stored weight type (default int8: 4x smaller than float32; "
+                        "faster than float32 only on some CPUs, docs/results.md).")
     parser.add_argument("--n-best", type=int, default=1,
                         help="saved_model only: hypotheses per sentence, at most the beam size. Above 1, "
                         "serving_default returns translations string [B, N] and scores float32 [B, N], best "

@@ -27,7 +27,7 @@ import subprocess
 from keras_transformer import __version__
 from keras_transformer.files import atomic_open
 
-KINDS = ("train", "evaluate", "speed", "serving", "constrained", "onednn")
+KINDS = ("train", "evaluate", "speed", "serving", "constrained", "onednn", "eole")
 # The CPU flags that choose TensorFlow's CPU kernels and `--precision auto`.
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 

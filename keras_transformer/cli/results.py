@@ -54,6 +54,8 @@ def what(record):
                f"{figures['beam_size']}, {corpus['sentences']} sentences of {name}"
     if record["kind"] == "speed":
         return f"Speed: the {figures['preset']} preset on synthetic batches"
+    if record["kind"] == "eole":
+        return f"Against eole on {name}: {figures['time_budget']} minutes a run, the {figures['preset']} size"
     return f"oneDNN kernels: the {figures['preset']} preset in float32"
 
 
@@ -64,7 +66,9 @@ def figures_text(record):
         scores = "; ".join(part for part in (_scores(record.get("test"), "test"), _scores(record.get("dev"), "dev"))
                            if part)
         if record["kind"] == "evaluate":
-            return scores
+            return scores or "; ".join(  # with a glossary: both decodes and their term use
+                f"{label}: sacreBLEU {figures[label]['bleu']:.2f}, chrF {figures[label]['chrf']:.2f}, term use "
+                f"{figures[label]['term_use']:.2f}%" for label in ("unconstrained", "constrained"))
         return (f"{scores}; {figures['updates']:,} updates, {figures['total_minutes']:.1f} minutes in all "
                 f"({figures['model']} checkpoint, alpha {figures['alpha']:g})")
     if record["kind"] == "serving":
@@ -76,6 +80,12 @@ def figures_text(record):
             text += f"; **{ratio['batch1']:.2f}×** and **{ratio['batched']:.2f}×** CTranslate2 float32's " \
                     f"speed ({figures['CTranslate2 float32']['batch1_ms']:.1f} ms, " \
                     f"{figures['CTranslate2 float32']['batched_per_s']:.1f} sentences/s, 2 threads)"
+        same = [f"{figures[f'{name} = SavedModel']} {label}" for name, label in (
+            ("CTranslate2 float32", "with its own length penalty"), ("CTranslate2 float32 reranked", "reranked"))
+            if f"{name} = SavedModel" in figures]
+        if same:
+            text += f"; CTranslate2 float32 translates as the SavedModel does {' and '.join(same)} of " \
+                    f"{record['corpus']['sentences']}"
         return text
     if record["kind"] == "speed":
         parts = []
@@ -94,6 +104,15 @@ def figures_text(record):
     if record["kind"] == "constrained":
         return "; ".join(f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
                          for key, value in sorted(figures.items()) if not isinstance(value, dict))
+    if record["kind"] == "eole":
+        ours, eole = figures["ours"], figures["eole"]
+        def times(a, b):
+            return f"**{a / b:.2f}×**" if b > 0 else "no ratio"
+
+        return (f"test sacreBLEU {ours['bleu']:.2f} against eole's {eole['bleu']:.2f} "
+                f"({times(ours['bleu'], eole['bleu'])}), "
+                f"chrF {ours['chrf']:.2f} against {eole['chrf']:.2f} ({times(ours['chrf'], eole['chrf'])}); "
+                f"{ours['updates']:,} and {eole['updates']:,} updates")
     return (f"oneDNN on against off: training **{figures['train_ratio']:.2f}×**, beam search "
             f"**{figures['decode_ratio']:.2f}×**")
 
@@ -106,7 +125,7 @@ def readme_table(found):
     """The README's Results table: a row per record of training, serving and speed."""
     rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
     for record in found:
-        if record["kind"] in ("train", "serving", "speed", "onednn"):
+        if record["kind"] in ("train", "serving", "speed", "onednn", "eole"):
             rows.append("| " + " | ".join(_cell(cell) for cell in (
                 what(record), figures_text(record), machine(record), record["precision"],
                 f"`{record['command']}`")) + " |")

@@ -2,6 +2,7 @@
 
 import argparse
 import dataclasses
+import os
 import sys
 import types
 import typing
@@ -61,7 +62,10 @@ def _train_parser():
     parser = make_parser(
         "train.py",
         "Train a Transformer (resuming from its backup if one exists), score the test split "
-        "with sacreBLEU and export a SavedModel. With no flags: the small preset on the built-in corpus.",
+        "with sacreBLEU and export a SavedModel. With no flags: the main job, the small preset for 800 updates "
+        "on the built-in corpus. With --dataset of your own and neither --time-budget nor --steps: the recipe "
+        "chooses vocabulary, model, batch and dropout from the corpus and trains until validation BLEU stops "
+        "improving, printing a 'recipe:' block (keras_transformer/training/open_ended.py).",
     )
     add_dataclass_flags(parser, run_config.RunConfig, _CHOICES, suppressed=_INHERITED)
     parser.add_argument("--record", default=None, metavar="DIR",
@@ -70,7 +74,9 @@ def _train_parser():
                         "record.json, into DIR as a new file: results/ holds those the docs cite.")
     parser.add_argument("--inspect-data", action="store_true",
                         help="Print what the data pipeline makes of --dataset (pairs, skips, batches, "
-                        "padding efficiency) and exit without training.")
+                        "padding efficiency) and exit without training. On a corpus of your own its vocabulary is "
+                        "the size the recipe would choose (unless --vocab-size), kept in the run folder for the "
+                        "training command that follows.")
     return parser
 
 
@@ -100,7 +106,7 @@ def train_main(argv=None):
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     from keras_transformer.run_dir import RunDir  # noqa: PLC0415
-    from keras_transformer.training import budget, recipe, vocabulary  # noqa: PLC0415
+    from keras_transformer.training import budget, open_ended, recipe, vocabulary  # noqa: PLC0415
 
     try:
         if inspect:
@@ -108,13 +114,23 @@ def train_main(argv=None):
 
             config = recipe.with_default_folders(config)
             run_dir = RunDir(config.model_dir)
-            recipe.prepare_run_dir(config, run_dir)  # the vocabulary it trains is kept for training
+            if run_dir.has_config():  # a recorded run: its own vocabulary, never trained over
+                config = dataclasses.replace(config, vocab_size=run_dir.load_config().vocab_size)
+            elif (config.dataset != run_config.RunConfig().dataset and not config.init_from
+                  and "vocab_size" not in given_flags(argv)):
+                config = dataclasses.replace(config, vocab_size=recipe.corpus_vocabulary(config))
+            os.makedirs(run_dir.path, exist_ok=True)
+            # The vocabulary it trains is kept for training, which records the run (not this command).
             tokenizer = vocabulary.load_tokenizer(config.data, run_dir, config.init_from)
             print(format_summary(summarize(config.data, tokenizer)))
             return 0
         # Called as the program (no argv), a time budget counts from the process's start.
         started = None if argv_given else budget.process_start()
-        outcome = recipe.train_and_evaluate(config, fixed=given_flags(argv), started=started)
+        given = given_flags(argv)
+        if open_ended.applies(config, given):  # a corpus of one's own, no end given: no toy defaults
+            config = recipe.with_default_folders(config)
+            config = recipe.plan_open_ended(config, RunDir(config.model_dir), given)
+        outcome = recipe.train_and_evaluate(config, fixed=given, started=started)
         if outcome.test is not None:  # the chief's
             from keras_transformer.cli import records  # noqa: PLC0415
 

@@ -17,7 +17,7 @@ the corpus' batches), and says why, one line per choice:
   trains without the long, gentle warm-up that post-norm needs (Xiong et
   al., 2020), and it helped on small corpora (Nguyen and Salazar, 2019),
   who also found it behind post-norm on WMT14 trained to the end. Measured
-  here on dev scores (docs/training.md), the same rules otherwise,
+  here on dev scores (docs/training.md at 28bd8c9), the same rules otherwise,
   pre-norm climbing twice as steeply (`REFERENCE_WARMUP`) against
   post-norm climbing as an 800-update warm-up does: LibreOffice's short
   pairs at 10 minutes 34.38 against 24.21 (about 1,000 updates),
@@ -26,7 +26,7 @@ the corpus' batches), and says why, one line per choice:
   26.54 (1,600; on all 459 validation pairs 25.45 and 25.40 against
   25.81, post-norm's one lead, of 0.4).
 - dropout: by the epochs the budget buys (`dropout_for`), measured on dev
-  scores (docs/training.md). Below `DROPOUT_EPOCHS` passes over the corpus
+  scores (docs/training.md at 28bd8c9). Below `DROPOUT_EPOCHS` passes over the corpus
   no dropout learns faster and overfits nothing the dev set sees; from
   there the paper's 0.1, which beat 0 on LibreOffice seen 16-19 times and
   both 0 and 0.3 on the corpora seen for 30-40 epochs; 0.3 (fairseq's
@@ -88,7 +88,7 @@ PIECES_PER_WORD = 1.4
 # post-norm on WMT14 trained to the end (Nguyen and Salazar, 2019).
 BASE_MIN_UPDATES = 10_000
 # Dropout from this many passes over the corpus (`dropout_for`): no dropout
-# won on dev BLEU at 6 and 10 epochs, 0.1 at 16-40 (docs/training.md).
+# won on dev BLEU at 6 and 10 epochs, 0.1 at 16-40 (docs/training.md at 28bd8c9).
 DROPOUT_EPOCHS = 15
 # 0.3 from this many: not measured here (0.1 beat 0.3 at 40 epochs, 36.26
 # against 32.22).
@@ -98,7 +98,7 @@ HEAVY_DROPOUT_EPOCHS = 100
 # as much per update from half the tokens (McCandlish et al., 2018), and a CPU
 # makes as many tokens a second either way. Dev BLEU at 17 and 25 minutes,
 # where 4,096 bought 543-1,107 updates, favoured 2,048 on two shapes; at 2,500
-# updates and more 4,096 tied or won (docs/training.md).
+# updates and more 4,096 tied or won (docs/training.md at 28bd8c9).
 SHORT_RUN_BATCH_TOKENS = 2048
 SHORT_RUN_UPDATES = 2000
 VALIDATION_SENTENCES = 200

@@ -29,7 +29,7 @@ from keras_transformer.training import bleu_validation, checkpoints
 CANDIDATES = ("last", "average", "best")
 # The length penalties `choose_alpha` tries, the paper's 0.6 first (ties go to
 # it). Dev BLEU of the chosen models of nine runs on three shapes
-# (docs/training.md): at 0.6 their outputs ran 4-9% short; 1.0-1.2 scored
+# (docs/training.md at 28bd8c9): at 0.6 their outputs ran 4-9% short; 1.0-1.2 scored
 # 0.3-0.9 higher on LibreOffice and its medium pairs, and the alpha chosen on
 # 200 validation pairs gained on the pairs beyond them in all seven of those
 # runs; on the short pairs the penalties moved BLEU by at most 0.25. 1.4

@@ -41,8 +41,8 @@ from keras_transformer.modeling import presets
 from keras_transformer.modeling.precision import resolve_precision
 from keras_transformer.modeling.transformer import build_transformer
 from keras_transformer.run_dir import RunDir, default_export_dir, default_model_dir
-from keras_transformer.training import (auto_config, budget, distribution, fine_tuning, model_choice, optimization,
-                                        trainer)
+from keras_transformer.training import (auto_config, budget, distribution, fine_tuning, model_choice, open_ended,
+                                        optimization, trainer)
 from keras_transformer.training.vocabulary import load_tokenizer
 
 
@@ -210,6 +210,30 @@ def plan_budget(config, run_dir, started, fixed=()):
     budget.check_fits(record, recipe.seconds_per_update)
     print("recipe:\n" + "\n".join(f"  {line}" for line in recipe.reasons), flush=True)
     return recipe.config, record
+
+
+def corpus_vocabulary(config):
+    """The vocabulary size the recipe chooses for `config`'s corpus (`auto_config.vocabulary_size`)."""
+    count, sample = corpus_size.training_sample(config.data, seed=config.seed)
+    corpus = corpus_size.from_pairs(count, sample)
+    return auto_config.vocabulary_size(corpus.words, corpus.word_types)
+
+
+def plan_open_ended(config, run_dir, fixed=()):
+    """A run on a corpus of one's own with no end given (`open_ended.applies`):
+    its config with the recipe's corpus-based choices, trained until
+    validation BLEU stops improving (`open_ended.choose`), or as its first
+    start recorded them when resumed. Prints the `recipe:` block."""
+    if run_dir.has_config():
+        recorded = run_dir.load_config()
+        return dataclasses.replace(config, **{name: getattr(recorded, name) for name in open_ended.CHOSEN
+                                              if name not in fixed})
+    print("Measuring the corpus (no --time-budget or --steps: training runs until validation BLEU stops "
+          "improving) ...", flush=True)
+    count, sample = corpus_size.training_sample(config.data, seed=config.seed)
+    recipe = open_ended.choose(config, corpus_size.from_pairs(count, sample), fixed)
+    print("recipe:\n" + "\n".join(f"  {line}" for line in recipe.reasons), flush=True)
+    return recipe.config
 
 
 def scheduled(recipe, fixed=()):

@@ -92,7 +92,7 @@ def test_every_script_explains_its_flags(name):
         assert len(entry.split()) >= 2, f"{name}: {flag} has no help"
 
 
-def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(small_corpus, tmp_path):
+def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(small_corpus, tmp_path, tiny_run_dir):
     from tests.conftest import write_tsv
 
     train, _ = small_corpus
@@ -108,9 +108,19 @@ def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(smal
     assert re.search(rf"^batches: +\d+ \({kept} pairs\)$", result.stdout, re.M)  # every kept pair is batched
     assert "  no TAB: 1" in result.stdout and "padding efficiency:" in result.stdout
     assert "distinct batch shapes:" in result.stdout
-    # Inspection wrote that folder's vocabulary, so it cannot become another run's.
-    other = script("train", "--dataset", path, "--vocab-size", "500", "--model-dir", str(tmp_path / "run"))
-    assert other.returncode == 1 and "(--vocab-size 400 -> 500)" in other.stderr, other.stderr[-2000:]
+    # It keeps the vocabulary it trained for the run to come, and records no run, so any training may follow.
+    assert os.path.exists(tmp_path / "run" / "sentencepiece.model")
+    assert not os.path.exists(tmp_path / "run" / "run_config.json")
+    # Pointed at a recorded run, it inspects with that run's vocabulary and never trains over it.
+    import shutil
+
+    recorded = shutil.copytree(tiny_run_dir, tmp_path / "recorded")
+    vocabulary = (recorded / "sentencepiece.model").read_bytes()
+    config = load_config(str(recorded))
+    inspected = script("train", "--dataset", config.dataset, "--inspect-data", "--model-dir", str(recorded))
+    assert inspected.returncode == 0, inspected.stderr[-2000:]
+    assert (recorded / "sentencepiece.model").read_bytes() == vocabulary
+    assert re.search(rf"^vocabulary size: +{config.vocab_size}$", inspected.stdout, re.M)
     missing = script("train", "--dataset", str(tmp_path / "missing.tsv"), "--model-dir", str(tmp_path / "r2"))
     assert missing.returncode == 1 and "missing.tsv' does not exist" in missing.stderr
     unknown = script("train", "--dataset", "no_such_corpus_xyz", "--model-dir", str(tmp_path / "r3"))
