@@ -49,3 +49,20 @@ def test_each_layer_imports_only_the_layers_below_it(module):
     loaded = loaded_layers(module) - SHARED
     assert loaded <= ALLOWED[module], f"{module} loads {sorted(loaded - ALLOWED[module])}"
 
+
+
+def test_the_package_never_imports_the_repositorys_lab():
+    """benchmarks/ beside the package (eole, oneDNN and streaming harnesses) is not installed: no module of
+    keras_transformer may import it, though here, run from the repository, it could."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import keras_transformer\n"
+        "for info in pkgutil.walk_packages(keras_transformer.__path__, 'keras_transformer.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "import benchmarks  # importable from here: the check below can fail\n"
+        "print(sorted(m for m in sys.modules if m.startswith('benchmarks.')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"

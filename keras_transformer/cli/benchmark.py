@@ -2,17 +2,23 @@
 
 import argparse
 import os
-import shutil
 import tempfile
 
 from keras_transformer.config import BATCH_TOKENS, RunConfig
 from keras_transformer.run_dir import default_model_dir
 from keras_transformer.modeling import presets
 from keras_transformer.cli.common import make_parser, record_flag
-from keras_transformer.benchmarks import eole_peer
+
+# The eole comparison's defaults (benchmarks/eole_peer.py, in the repository, not installed): eole's
+# learning rates first tried, as multiples of this package's peak rate, and the runs beyond the
+# sweep's ends while its best is the lowest or the highest tried.
+PEER_RATES = (0.25, 0.5, 1.0)
+PEER_EXTRA_RUNS = 2
+# The modes that drive another toolkit or child processes: only `scripts/benchmark.py`, from a clone, runs them.
+LAB_FLAGS = ("peer_eole", "onednn", "streaming_pairs")
 
 
-def _parser():
+def parser():
     parser = make_parser(
         "benchmark.py",
         "Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
@@ -86,10 +92,10 @@ def _parser():
     peer.add_argument("--time-budget", default=argparse.SUPPRESS,  # absent unless given: --peer-ours refuses it
                       help="With --peer-eole: minutes of each run (25, 90m, 1.5h; default 25); this package's "
                       "budget also covers its model choice, and each of eole's its share of build_vocab.")
-    peer.add_argument("--peer-rates", default=",".join(f"{f:g}" for f in eole_peer.LEARNING_RATE_SWEEP), metavar="F,F,...",
+    peer.add_argument("--peer-rates", default=",".join(f"{f:g}" for f in PEER_RATES), metavar="F,F,...",
                       help="With --peer-eole: eole's learning rates to try first, as multiples of this package's "
                       "peak rate (default %(default)s); while the best is the lowest or the highest tried, up to "
-                      f"{eole_peer.EXTRA_SWEEP_RUNS} more are tried beyond it.")
+                      f"{PEER_EXTRA_RUNS} more are tried beyond it.")
     peer.add_argument("--peer-ours", default=None, metavar="MODEL_DIR",
                       help="With --peer-eole: compare with this package's run already finished in MODEL_DIR "
                       "(by train.py --time-budget M --test T) instead of training one; eole gets its split, "
@@ -103,7 +109,7 @@ def _parser():
     return parser
 
 
-def _record(args, argv, kind, precision, corpus, figures):
+def record(args, argv, kind, precision, corpus, figures):
     """With --record: this mode's record (`cli.records`) in that folder."""
     if not args.record:
         return
@@ -113,64 +119,6 @@ def _record(args, argv, kind, precision, corpus, figures):
 
     command = records.command_line("benchmark.py", sys.argv[1:] if argv is None else argv)
     print(f"Record written to {records.write(args.record, records.make(kind, command, precision, corpus, figures))}")
-
-
-def _peer_main(parser, args, argv=None):
-    """--peer-eole: this package against eole at the same budget."""
-    from keras_transformer.config import parse_minutes  # noqa: PLC0415
-
-    if args.peer_ours is not None:
-        for name in ("dataset", "test", "time_budget"):
-            if getattr(args, name, None) is not None:
-                parser.error(f"--peer-ours takes the run's own --{name.replace('_', '-')}; leave "
-                             f"--{name.replace('_', '-')} out.")
-        if not os.path.isdir(args.peer_ours):
-            parser.error(f"--peer-ours {args.peer_ours!r} is not a folder.")
-    else:
-        for name in ("dataset", "test"):
-            if not getattr(args, name):
-                parser.error(f"--peer-eole needs --{name}.")
-            if not os.path.exists(getattr(args, name)):
-                parser.error(f"--{name} {getattr(args, name)!r} does not exist.")
-    try:
-        rates = _rates(args.peer_rates)
-    except ValueError as error:
-        parser.error(str(error))
-    eole = shutil.which(args.peer_eole)
-    if eole is None:
-        parser.error(f"--peer-eole {args.peer_eole!r} is not an executable eole command; install it with "
-                     "`python -m venv eole-venv && eole-venv/bin/pip install torch==2.13.0 eole==0.6.4 aiohttp`.")
-    if args.peer_ours is None:
-        args.time_budget = getattr(args, "time_budget", "25")
-        try:
-            parse_minutes(args.time_budget)
-        except ValueError as error:
-            parser.error(str(error))
-    try:
-        mine, peer = eole_peer.compare(args.dataset, args.test, getattr(args, "time_budget", None),
-                                       os.path.abspath(eole), args.peer_dir, rates, args.peer_ours)
-    except (FileNotFoundError, ValueError) as error:
-        parser.exit(1, f"benchmark.py: error: {error}\n")
-    from keras_transformer.run_dir import RunDir  # noqa: PLC0415
-
-    config = RunDir(args.peer_ours or os.path.join(args.peer_dir, "ours")).load_config()
-    _record(args, argv, "eole", config.precision, {"dataset": config.dataset, "test": config.test},
-            {"time_budget": config.time_budget, "preset": config.preset,
-             "ours": {"bleu": mine.scores["bleu"], "chrf": mine.scores["chrf"], "updates": mine.updates},
-             "eole": {"bleu": peer.scores["bleu"], "chrf": peer.scores["chrf"], "updates": peer.updates}})
-    return 0
-
-
-def _rates(text):
-    """--peer-rates as a tuple of positive, distinct factors; ValueError naming the value otherwise."""
-    try:
-        rates = tuple(float(part) for part in text.split(","))
-    except ValueError:
-        rates = ()
-    if not rates or min(rates) <= 0 or len(set(rates)) < len(rates):
-        raise ValueError(f"--peer-rates {text!r} must be distinct positive numbers separated by commas, e.g. "
-                         "0.25,0.5,1.")
-    return rates
 
 
 def _main_job_run():
@@ -197,7 +145,7 @@ def _serving_main(parser, args, argv=None):
         corpus = {"dataset": args.corpus or config.dataset, "split": None if args.corpus else "test",
                   "sentences": args.serving_sentences, "model_dir": args.serving}
         stand_in = {} if model_dir == args.serving else {"stand_in_updates": args.serving_quick_steps}
-        _record(args, argv, "serving", config.precision, corpus,
+        record(args, argv, "serving", config.precision, corpus,
                 {"preset": config.preset, "beam_size": config.beam_size, "batch_size": args.engines_batch,
                  **stand_in, **measured})
 
@@ -226,7 +174,7 @@ def _constrained_main(parser, args, argv=None):
         from keras_transformer.run_dir import RunDir  # noqa: PLC0415
 
         config = RunDir(args.constrained).load_config()
-        _record(args, argv, "constrained", config.precision,
+        record(args, argv, "constrained", config.precision,
                 {"dataset": args.corpus or config.dataset, "split": None if args.corpus else "test",
                  "sentences": args.constrained_sentences, "model_dir": args.constrained}, measured)
     except (FileNotFoundError, ValueError) as error:
@@ -234,23 +182,25 @@ def _constrained_main(parser, args, argv=None):
     return 0
 
 
-def _speed_main(parser, args, argv=None):
-    """Training and decoding speed on random weights, and optionally training's start on large corpora."""
+def check_speed_flags(parser, args):
+    """The flags of the speed modes (this one's, --onednn's and --streaming-pairs') in range, else a usage error."""
     if args.streaming_pairs < 0:
         parser.error(f"--streaming-pairs must be at least 0; got {args.streaming_pairs}.")
     _check_at_least_one(parser, args, ("vocab_size", "batch_tokens", "length", "train_steps", "decode_batch",
                                        "output_length", "engines_batch"))
+
+
+def synthetic_corpus(args):
+    """The generated batches the speed modes time, as their records name them."""
+    return {"dataset": "synthetic", "vocab_size": args.vocab_size, "batch_tokens": args.batch_tokens,
+            "length": args.length, "decode_batch": args.decode_batch, "output_length": args.output_length}
+
+
+def _speed_main(parser, args, argv=None):
+    """Training and decoding speed on random weights."""
+    check_speed_flags(parser, args)
     from keras_transformer.benchmarks import speed  # noqa: PLC0415
 
-    synthetic = {"dataset": "synthetic", "vocab_size": args.vocab_size, "batch_tokens": args.batch_tokens,
-                 "length": args.length, "decode_batch": args.decode_batch, "output_length": args.output_length}
-    if args.onednn:
-        from keras_transformer.benchmarks import onednn  # noqa: PLC0415
-
-        measured = onednn.onednn_figures(args.preset, args.vocab_size, args.batch_tokens, args.length,
-                                         args.train_steps, args.decode_batch, args.output_length)
-        _record(args, argv, "onednn", "float32", synthetic, {"preset": args.preset, **measured})
-        return 0
     if args.steps_per_execution:
         speed.steps_per_execution_figures(("small", "base"), args.vocab_size, args.batch_tokens, args.length,
                                           args.train_steps, args.steps_per_execution)
@@ -258,22 +208,29 @@ def _speed_main(parser, args, argv=None):
     measured = speed.run_benchmark(args.preset, args.vocab_size, args.batch_tokens, args.length, args.train_steps,
                                    args.decode_batch, args.output_length, args.corpus, args.skip_training,
                                    args.engines_batch)
-    _record(args, argv, "speed", "float32 and mixed_bfloat16", {**synthetic, "padding_corpus": args.corpus},
-            {"preset": args.preset, **measured})
-    if args.streaming_pairs:
-        from keras_transformer.benchmarks import streaming  # noqa: PLC0415
-
-        streaming.streaming_figures(args.streaming_pairs)
+    record(args, argv, "speed", "float32 and mixed_bfloat16", {**synthetic_corpus(args), "padding_corpus": args.corpus},
+           {"preset": args.preset, **measured})
     return 0
 
 
-def benchmark_main(argv=None):
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.peer_eole is not None:
-        return _peer_main(parser, args, argv)
+def run(parser, args, argv=None):
+    """The package's modes: serving, constrained search, or training and search speed."""
     if args.serving is not None:
         return _serving_main(parser, args, argv)
     if args.constrained is not None:
         return _constrained_main(parser, args, argv)
     return _speed_main(parser, args, argv)
+
+
+def benchmark_main(argv=None):
+    """`kt-benchmark`: the package's modes. The modes that drive eole or child
+    processes live in the repository's benchmarks/ folder, which
+    `scripts/benchmark.py` runs (`benchmarks.main`)."""
+    parser_ = parser()
+    args = parser_.parse_args(argv)
+    for name in LAB_FLAGS:
+        if getattr(args, name):
+            parser_.error(f"--{name.replace('_', '-')} drives another toolkit or child processes from the "
+                          "repository's benchmarks/ folder, which is not installed: run python scripts/benchmark.py "
+                          "in a clone.")
+    return run(parser_, args, argv)

@@ -203,6 +203,7 @@ def _record_evaluation(args, argv, config, translator, sentences, figures):
                 "no_repeat_ngram_size": translator.no_repeat_ngram_size,
                 "repetition_penalty": translator.repetition_penalty}
     scores = figures.pop("scores", None)
+    scores = scores and {**scores, "sentences": sentences}
     split = {"validation": "dev", "test": "test"}.get(args.split, args.split)
     record = records.make("evaluate", records.command_line("evaluate.py", sys.argv[1:] if argv is None else argv),
                           translator.models[0].dtype_policy.name, corpus, {**decoding, **figures},

@@ -32,11 +32,12 @@ def machine(record):
     return f"{cpu}, {found['threads']} threads{gpus}"
 
 
-def _scores(scores, label):
+def _scores(scores, label, sentences):
     if not scores:
         return ""
     exact = f", exact match {scores['exact_match']:.1f}%" if "exact_match" in scores else ""
-    return f"{label} sacreBLEU {scores['bleu']:.2f}, chrF {scores['chrf']:.2f}{exact} ({scores['sentences']:,})"
+    return (f"{label} sacreBLEU {scores['bleu']:.2f}, chrF {scores['chrf']:.2f}{exact} "
+            f"({scores.get('sentences', sentences):,})")
 
 
 def what(record):
@@ -49,9 +50,12 @@ def what(record):
         return f"Training on {name}: {trained}"
     if record["kind"] == "evaluate":
         return f"{name} {corpus['split']} split, the model of {corpus['model_dir']}"
-    if record["kind"] in ("serving", "constrained"):
-        return f"{record['kind'].capitalize()}: the {figures['preset']} model of {corpus['model_dir']}, beam " \
-               f"{figures['beam_size']}, {corpus['sentences']} sentences of {name}"
+    if record["kind"] == "serving":
+        return f"Serving: the {figures['preset']} model of {corpus['model_dir']}, beam {figures['beam_size']}, " \
+               f"{corpus['sentences']} sentences of {name}"
+    if record["kind"] == "constrained":
+        return f"Constrained search: the model of {corpus['model_dir']}, {corpus['sentences']} sentences of {name} " \
+               "with two constraints each"
     if record["kind"] == "speed":
         return f"Speed: the {figures['preset']} preset on synthetic batches"
     if record["kind"] == "eole":
@@ -63,8 +67,9 @@ def figures_text(record):
     """A record's headline figures in a sentence."""
     figures = record["figures"]
     if record["kind"] in ("train", "evaluate"):
-        scores = "; ".join(part for part in (_scores(record.get("test"), "test"), _scores(record.get("dev"), "dev"))
-                           if part)
+        sentences = record["corpus"].get("sentences")
+        scores = "; ".join(part for part in (_scores(record.get("test"), "test", sentences),
+                                             _scores(record.get("dev"), "dev", sentences)) if part)
         if record["kind"] == "evaluate":
             return scores or "; ".join(  # with a glossary: both decodes and their term use
                 f"{label}: sacreBLEU {figures[label]['bleu']:.2f}, chrF {figures[label]['chrf']:.2f}, term use "
@@ -102,8 +107,12 @@ def figures_text(record):
                          "its int8's")
         return "; ".join(parts)
     if record["kind"] == "constrained":
-        return "; ".join(f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
-                         for key, value in sorted(figures.items()) if not isinstance(value, dict))
+        plain, constrained, ratio = figures["beam search"], figures["constrained"], figures["ratio"]
+        return (f"term use {plain['term_use']:.2f}% without constraints, {constrained['term_use']:.2f}% with; "
+                f"constrained search takes **{ratio['batch1']:.2f}×** beam search's time at batch 1 "
+                f"({constrained['batch1_ms']:.1f} against {plain['batch1_ms']:.1f} ms/sentence) and "
+                f"**{ratio['batched']:.2f}×** batched ({constrained['batched_per_s']:.1f} against "
+                f"{plain['batched_per_s']:.1f} sentences/s)")
     if record["kind"] == "eole":
         ours, eole = figures["ours"], figures["eole"]
         def times(a, b):

@@ -63,7 +63,7 @@ def _train_parser():
         "train.py",
         "Train a Transformer (resuming from its backup if one exists), score the test split "
         "with sacreBLEU and export a SavedModel. With no flags: the main job, the small preset for 800 updates "
-        "on the built-in corpus. With --dataset of your own and neither --time-budget nor --steps: the recipe "
+        "on the built-in corpus. With --dataset of your own and neither --time-budget nor --steps, the recipe "
         "chooses vocabulary, model, batch and dropout from the corpus and trains until validation BLEU stops "
         "improving, printing a 'recipe:' block (keras_transformer/training/open_ended.py).",
     )

@@ -60,8 +60,7 @@ def training_sample(data, size=SAMPLE_PAIRS, seed=0):
     if sources.is_local_dataset(data.dataset):
         count = open_corpus(data.dataset, data.validation, data.test).stats.read
         return count, sources.sample_training_pairs(data, size, seed)
-    builder = tfds.builder(data.dataset, data_dir=data.data_dir)
-    count = builder.info.splits["train"].num_examples
-    first, _ = sources.load_split(data, "train")
+    first, _ = sources.load_split(data, "train")  # first: an unknown name is refused with a message naming it
+    count = tfds.builder(data.dataset, data_dir=data.data_dir).info.splits["train"].num_examples
     return count, [(s.decode("utf-8", "replace"), t.decode("utf-8", "replace"))
                    for s, t in sources.nonempty(first).take(size).as_numpy_iterator()]

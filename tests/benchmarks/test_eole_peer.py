@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from keras_transformer.benchmarks import eole_peer
+from benchmarks import eole_peer
+from benchmarks.main import benchmark_main
 from keras_transformer.config import RunConfig
 from keras_transformer.modeling import presets
 from keras_transformer.training import budget
@@ -243,7 +244,6 @@ def test_the_lines_given_to_eole_are_one_per_sentence(tmp_path):
 
 
 def test_the_peer_flags_are_checked(capsys, tmp_path):
-    from keras_transformer import cli
 
     train = write_tsv(tmp_path / "train.tsv", [("a", "b")])
     eole = tmp_path / "eole"
@@ -274,7 +274,7 @@ def test_the_peer_flags_are_checked(capsys, tmp_path):
         (["--peer-eole", str(eole), "--peer-ours", str(tmp_path / "none")], "is not a folder."),
     ]
     for argv, message in cases:
-        code, _, err = run_entry_point(cli.benchmark_main, argv, capsys)
+        code, _, err = run_entry_point(benchmark_main, argv, capsys)
         assert code == 2 and message in err, (argv, err)
 
 
@@ -320,7 +320,6 @@ def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(c
     writes eole's split from the run's training pairs and calls eole's
     build_vocab on it; an eole that fails there ends the command with its
     exit code named."""
-    from keras_transformer import cli
     from keras_transformer.decoding import evaluation
     from keras_transformer.run_dir import RunDir
 
@@ -337,7 +336,7 @@ def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(c
     argv = ["--peer-eole", str(tmp_path / "eole"), "--peer-ours", config.model_dir, "--peer-dir", str(peer_dir)]
     (tmp_path / "eole").write_text("#!/bin/sh\nexit 3\n")
     (tmp_path / "eole").chmod(0o755)
-    code, _, err = run_entry_point(cli.benchmark_main, argv, capsys)
+    code, _, err = run_entry_point(benchmark_main, argv, capsys)
     assert code == 1 and f"{os.path.abspath(run_dir.vocabulary_path)!r} does not exist" in err
     with open(run_dir.vocabulary_path, "wb") as f:
         f.write(b"a stand-in: eole fails before it reads it")
@@ -345,7 +344,7 @@ def test_the_command_with_a_finished_run_gives_eole_that_runs_split_and_budget(c
     eole = tmp_path / "eole"
     eole.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit 3\n')
     eole.chmod(0o755)
-    code, out, err = run_entry_point(cli.benchmark_main, argv, capsys)
+    code, out, err = run_entry_point(benchmark_main, argv, capsys)
     bleu = evaluation.score(["Eins.", "Zwei Hunde."], ["Eins.", "Zwei Katzen."])["bleu"]
     assert f"the run in {config.model_dir} (12.5 minutes, 321 updates), test sacreBLEU {bleu:.2f}" in out
     assert code == 1 and "eole build_vocab failed (3)" in err

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from keras_transformer.benchmarks import onednn
+from benchmarks import onednn
 
 def test_importing_the_package_leaves_the_environment_as_it_was():
     """A library does not choose TensorFlow's kernels for its importer."""
@@ -78,12 +78,25 @@ def test_a_child_whose_setting_did_not_take_is_an_error():
 
 def test_the_flag_runs_only_this_comparison_with_the_shape_flags(monkeypatch):
     from keras_transformer.benchmarks import speed
-    from keras_transformer.cli.benchmark import benchmark_main
+    from benchmarks.main import benchmark_main
 
     called = []
-    monkeypatch.setattr(onednn, "onednn_figures", lambda *args: called.append(args))
+    monkeypatch.setattr(onednn, "onednn_figures", lambda *args: called.append(args) or {})
     monkeypatch.setattr(speed, "run_benchmark", lambda *args: pytest.fail("the other figures ran"))
     assert benchmark_main(["--onednn", "--preset", "small", "--vocab-size", "8000", "--batch-tokens", "2048",
                            "--length", "20", "--train-steps", "10", "--decode-batch", "8",
                            "--output-length", "40"]) == 0
     assert called == [("small", 8000, 2048, 20, 10, 8, 40)]
+
+
+def test_the_installed_command_refuses_the_labs_modes_by_name(capsys):
+    """`kt-benchmark` is the package's: --onednn, --peer-eole and --streaming-pairs need the repository's
+    benchmarks/ folder, and it says so rather than failing on an import."""
+    from keras_transformer import cli
+    from tests.conftest import run_entry_point
+
+    for argv in (["--onednn"], ["--peer-eole", "eole"], ["--streaming-pairs", "300"]):
+        code, _, err = run_entry_point(cli.benchmark_main, argv, capsys)
+        flag = argv[0]
+        assert code == 2 and f"{flag} drives another toolkit or child processes" in err, err
+        assert "run python scripts/benchmark.py in a clone" in err

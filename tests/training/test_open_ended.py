@@ -62,6 +62,7 @@ def test_a_flag_given_is_kept_and_said_to_be_yours():
     assert "vocab_size 3000 (your flag)" in made.reasons and "dropout 0.3 (your flag)" in made.reasons
 
 
+@pytest.mark.slow
 def test_train_py_on_a_corpus_of_ones_own_prints_its_recipe_and_stops_on_validation(tmp_path, small_corpus,
                                                                                    capsys):
     """`train.py --dataset mine.tsv` (here with a tiny model and quick validations to stay short): the recipe

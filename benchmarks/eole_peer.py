@@ -63,6 +63,7 @@ import signal
 import subprocess
 import time
 
+from keras_transformer.cli.benchmark import PEER_EXTRA_RUNS, PEER_RATES
 from keras_transformer.config import PAPER_BEAM_SIZE, RunConfig, parse_minutes
 from keras_transformer.data import pipeline, sources
 from keras_transformer.data.tokenizer import Tokenizer
@@ -81,13 +82,13 @@ EOLE_RECIPE = "eole-nlp/eole recipes/wmt17/wmt17_ende_spm.yaml"
 # preset's width and a few hundred updates of warm-up this run's is about 3e-3.
 # On LibreOffice at 25 minutes eole's best was half ours of half, once and
 # twice (perplexity 54.20, 119.97, 244.02), then a quarter of a quarter, half,
-# once and an eighth (99.89, 103.83, 149.22, 173.24; CHANGELOG.md), then, with
-# the run's dropout (none), a quarter again (32.35, 40.81, 98.38, 50.62;
-# docs/benchmarks.md).
-LEARNING_RATE_SWEEP = (0.25, 0.5, 1.0)
+# once and an eighth (99.89, 103.83, 149.22, 173.24), then, with the run's
+# dropout (none), a quarter again (32.35, 40.81, 98.38, 50.62; all in
+# docs/benchmarks.md and CHANGELOG.md at 28bd8c9). The flags' defaults (`--peer-rates`).
+LEARNING_RATE_SWEEP = PEER_RATES
 # Runs added beyond the sweep's ends while its best rate is at one of them
 # (`next_rate_factor`), so that a worse rate lies on each side of the chosen one.
-EXTRA_SWEEP_RUNS = 2
+EXTRA_SWEEP_RUNS = PEER_EXTRA_RUNS
 # eole validates (perplexity on the validation pairs) and saves a checkpoint
 # this many times a run, as this package's budget aims to.
 VALIDATIONS = budget.INTERVALS
@@ -442,6 +443,30 @@ def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
         return os.path.abspath(os.path.join(work_dir, name))
 
     budget_seconds = parse_minutes(str(minutes)) * 60.0
+    paths, pairs = split_files(config, work)
+    spm_model = os.path.abspath(RunDir(config.model_dir).vocabulary_path)
+    if not os.path.exists(spm_model):
+        raise ValueError(f"{spm_model!r} does not exist; eole is given the SentencePiece model of this package's run.")
+
+    def settings(model, **kwargs):
+        return eole_config(config, spm_model, {**paths, "model": work(model)}, **kwargs)
+
+    inputs, plan = planned(eole, config, settings, {**paths, "spm_model": spm_model}, budget_seconds, work, pairs)
+    runs = sweep(eole, settings, plan, inputs, work, rates, peak_learning_rate(config), budget_seconds)
+    best = best_run(runs)
+    alpha, alpha_scores, scores = test_best(eole, config, best["checkpoint"], paths["valid_src"], work)
+    details = {"compute_dtype": plan["probe"]["compute_dtype"], "batch_size": plan["batch_size"],
+               "target_tokens": plan["probe"]["target_tokens"], "ours_target_tokens": plan["ours_target_tokens"],
+               "runs": runs, "alpha": alpha, "alpha_scores": alpha_scores}
+    with open(work("choice.json"), "w", encoding="utf-8") as f:
+        json.dump(details, f, indent=1)
+    return PeerResult("eole", scores, best["chosen"], best["train_seconds"]), details
+
+
+def split_files(config, work):
+    """The run's training and validation splits written as eole's line files
+    (`work(name)` makes a path); returns ({"train_src", ..., "vocab"}: paths,
+    {"train", "valid"}: pairs)."""
     paths, pairs = {"vocab": work("vocab.shared")}, {}
     for split in ("train", "validation"):
         side_sources, side_targets = sources.read_split(config.data, split)
@@ -450,47 +475,50 @@ def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
         write_lines(paths[f"{short}_src"], side_sources)
         write_lines(paths[f"{short}_tgt"], side_targets)
         pairs[short] = len(side_sources)
-    spm_model = os.path.abspath(RunDir(config.model_dir).vocabulary_path)
-    if not os.path.exists(spm_model):
-        raise ValueError(f"{spm_model!r} does not exist; eole is given the SentencePiece model of this package's run.")
-    peak = peak_learning_rate(config)
+    return paths, pairs
 
-    def settings(model, **kwargs):
-        return eole_config(config, spm_model, {**paths, "model": work(model)}, **kwargs)
 
-    probe_settings = settings("probe/model", learning_rate=peak, train_steps=1_000_000,
+def planned(eole, config, settings, paths, budget_seconds, work, pairs):
+    """(what the plan depends on, eole's plan: `eole_plan`), the plan of an
+    earlier call on the same inputs when there is one. What the vocabulary
+    and the probes depend on: the eole command, eole's settings, this run's
+    precision (eole's follows it), the budget and the files' contents."""
+    probe_settings = settings("probe/model", learning_rate=peak_learning_rate(config), train_steps=1_000_000,
                               batch_size=config.batch_tokens, compute_dtype="fp32", valid_steps=1_000_000)
-    # What the vocabulary and the probes depend on: the eole command, eole's settings, this run's precision (eole's
-    # follows it), the budget and the files' contents.
     inputs = {"eole": eole, "settings": probe_settings, "precision": config.precision, "budget_seconds": budget_seconds,
-              "files": {name: fingerprint(path) for name, path in sorted(paths.items()) if name != "vocab"}
-              | {"spm_model": fingerprint(spm_model)}}
+              "files": {name: fingerprint(path) for name, path in sorted(paths.items()) if name != "vocab"}}
     plan = reusable(work("plan.json"), inputs)
     if plan is None:
         plan = eole_plan(eole, config, probe_settings, budget_seconds, work, pairs)
         save_record(work("plan.json"), inputs, plan)
     else:
-        print(f"eole: the vocabulary and speed probes of an earlier call in {work_dir} (same split, "
-              "vocabulary, settings and budget)", flush=True)
-    probe, batch_size, steps = EoleProbe(**plan["probe"]), plan["batch_size"], plan["steps"]
-    vocab_seconds, valid_steps = plan["vocab_seconds"], plan["valid_steps"]
+        print(f"eole: the vocabulary and speed probes of an earlier call in {os.path.dirname(work('plan.json'))} "
+              "(same split, vocabulary, settings and budget)", flush=True)
+    probe = EoleProbe(**plan["probe"])
     print(f"eole: {probe.compute_dtype}, {probe.seconds_per_update:.2f} s an update at batch_size "
           f"{probe.batch_size} ({probe.target_tokens:,.0f} target tokens a batch, ours "
-          f"{plan['ours_target_tokens']:,.0f}): batch_size {batch_size}, {steps} updates a run, a validation and "
-          f"checkpoint every {valid_steps}", flush=True)
+          f"{plan['ours_target_tokens']:,.0f}): batch_size {plan['batch_size']}, {plan['steps']} updates a run, a "
+          f"validation and checkpoint every {plan['valid_steps']}", flush=True)
+    return inputs, plan
 
-    runs = []
-    factors = list(rates)
+
+def sweep(eole, settings, plan, inputs, work, rates, peak, budget_seconds):
+    """eole's full-budget runs at `rates` times this run's `peak` rate, and
+    up to `EXTRA_SWEEP_RUNS` beyond the sweep's ends while its best is the
+    lowest or highest tried (`next_rate_factor`); each run an earlier call
+    finished on the same inputs is taken as it is. Returns the runs."""
+    runs, factors = [], list(rates)
     while factors:
         factor = factors.pop(0)
-        rate = factor * peak
-        name = f"lr{factor:g}"
-        run_settings = settings(f"{name}/model", learning_rate=rate, train_steps=steps, batch_size=batch_size,
-                                compute_dtype=probe.compute_dtype, valid_steps=valid_steps)
+        rate, name = factor * peak, f"lr{factor:g}"
+        run_settings = settings(f"{name}/model", learning_rate=rate, train_steps=plan["steps"],
+                                batch_size=plan["batch_size"], compute_dtype=plan["probe"]["compute_dtype"],
+                                valid_steps=plan["valid_steps"])
         run_inputs = {"plan": inputs, "settings": run_settings}
         run = reusable(work(f"{name}.json"), run_inputs)
         if run is None:
-            run = eole_run(eole, run_settings, work, name, factor, budget_seconds - vocab_seconds, vocab_seconds)
+            run = eole_run(eole, run_settings, work, name, factor, budget_seconds - plan["vocab_seconds"],
+                           plan["vocab_seconds"])
             save_record(work(f"{name}.json"), run_inputs, run)
         else:
             print(f"eole: learning rate {rate:.2e} ({factor:g}x ours): the run an earlier call finished",
@@ -505,25 +533,22 @@ def eole_side(config, eole, minutes, work_dir, rates=LEARNING_RATE_SWEEP):
                 end = "lowest" if extra < factor else "highest"
                 print(f"eole: the best rate so far is the {end} tried; trying {extra:g}x ours", flush=True)
                 factors.append(extra)
+    return runs
 
-    best = best_run(runs)
+
+def test_best(eole, config, checkpoint, valid_source, work):
+    """The chosen `checkpoint`'s length penalty, chosen on the validation
+    pairs (`choose_alpha`), and its test translations at it, scored: returns
+    (alpha, each alpha's validation scores, the test scores)."""
     references = sources.read_split(config.data, "validation")[1]
     print(f"eole: choosing the length penalty among {', '.join(f'{a:g}' for a in model_choice.ALPHAS)} on its "
           f"{len(references):,} validation pairs", flush=True)
-    alpha, alpha_scores = choose_alpha(eole, best["checkpoint"], paths["valid_src"], references, work)
+    alpha, alpha_scores = choose_alpha(eole, checkpoint, valid_source, references, work)
     sentences, references = sources.read_split(config.data, "test")
     write_lines(work("test.src"), sentences)
-    print(f"eole: translating {len(sentences):,} test sentences with {best['checkpoint']}, alpha {alpha:g}",
-          flush=True)
-    hypotheses = predict(eole, best["checkpoint"], work("test.src"), work("test.hypotheses.txt"), alpha,
-                         work("predict.log"))
-    scores = evaluation.score(hypotheses, references)
-    details = {"compute_dtype": probe.compute_dtype, "batch_size": batch_size, "target_tokens": probe.target_tokens,
-               "ours_target_tokens": plan["ours_target_tokens"], "runs": runs, "alpha": alpha,
-               "alpha_scores": alpha_scores}
-    with open(work("choice.json"), "w", encoding="utf-8") as f:
-        json.dump(details, f, indent=1)
-    return PeerResult("eole", scores, best["chosen"], best["train_seconds"]), details
+    print(f"eole: translating {len(sentences):,} test sentences with {checkpoint}, alpha {alpha:g}", flush=True)
+    hypotheses = predict(eole, checkpoint, work("test.src"), work("test.hypotheses.txt"), alpha, work("predict.log"))
+    return alpha, alpha_scores, evaluation.score(hypotheses, references)
 
 
 def eole_plan(eole, config, probe_settings, budget_seconds, work, pairs):

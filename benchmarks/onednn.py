@@ -3,8 +3,8 @@
 TensorFlow turns its oneDNN CPU kernels on by itself only on CPUs with
 AVX512_VNNI, AVX512_BF16 or AMX (TensorFlow 2.9's release notes); on other
 x86 CPUs, such as AVX2 ones, they stay off unless the environment variable
-says 1. `keras_transformer` sets it to 1 before TensorFlow loads, unless it
-is already set (`keras_transformer/__init__.py`). The variable is read once,
+says 1. `scripts/*.py` set it to 1 before TensorFlow loads, unless it is
+already set. The variable is read once,
 when TensorFlow starts, so the two settings cannot be timed in one process:
 `onednn_figures` starts a child process per setting, the two settings in
 turn (the machine drifts), and keeps each setting's best. Each child trains
@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 ENV = "TF_ENABLE_ONEDNN_OPTS"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 SETTINGS = ("0", "1")  # off, on
 
 
@@ -62,8 +63,9 @@ def measure(preset, vocab_size, batch_tokens, length, steps, decode_batch, outpu
 def measure_in_child(setting, preset, vocab_size, batch_tokens, length, steps, decode_batch, output_length):
     """`measure` in a fresh Python process whose TF_ENABLE_ONEDNN_OPTS is `setting`."""
     arguments = [str(a) for a in (preset, vocab_size, batch_tokens, length, steps, decode_batch, output_length)]
-    done = subprocess.run([sys.executable, "-m", "keras_transformer.benchmarks.onednn", *arguments],
-                          env=dict(os.environ, **{ENV: setting, "TF_CPP_MIN_LOG_LEVEL": "2"}),
+    path = os.pathsep.join(filter(None, (ROOT, os.environ.get("PYTHONPATH"))))  # where `benchmarks` is
+    done = subprocess.run([sys.executable, "-m", "benchmarks.onednn", *arguments],
+                          env=dict(os.environ, **{ENV: setting, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": path}),
                           capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"The {ENV}={setting} child failed ({done.returncode}):\n{done.stderr[-2000:]}")
