@@ -198,7 +198,7 @@ def _record_evaluation(args, argv, config, translator, sentences, figures):
     from keras_transformer.cli import records  # noqa: PLC0415
 
     corpus = {"dataset": args.dataset or config.dataset, "split": args.split, "sentences": sentences,
-              "model_dir": args.model_dir}
+              "model_dir": args.model_dir, "from_run": args.dataset is None}
     decoding = {"beam_size": translator.beam_size, "alpha": translator.alpha,
                 "no_repeat_ngram_size": translator.no_repeat_ngram_size,
                 "repetition_penalty": translator.repetition_penalty}

@@ -73,5 +73,7 @@ def reference_main(argv=None):
 
     make_parser("make_reference.py", "Print docs/reference.md, the flags of every script, to stdout.").parse_args(
         argv)
-    print(reference(cli.SCRIPTS), end="")
+    from keras_transformer.cli.results import results_main  # noqa: PLC0415
+
+    print(reference({**cli.SCRIPTS, "make_results": results_main}), end="")
     return 0

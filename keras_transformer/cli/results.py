@@ -44,18 +44,20 @@ def what(record):
     """A record's row title: what was measured, on what."""
     figures, corpus = record["figures"], record["corpus"]
     name = os.path.basename(str(corpus.get("dataset")))
+    sentences = (f"{corpus.get('sentences')} sentences of its run's test split" if corpus.get("split") == "test"
+                 else f"{corpus.get('sentences')} sentences of {name}")
     if record["kind"] == "train":
         trained = (f"{figures['time_budget']}-minute budget" if figures["time_budget"] else
                    f"{figures['preset']} preset, {figures['steps']:,} updates")
         return f"Training on {name}: {trained}"
     if record["kind"] == "evaluate":
-        return f"{name} {corpus['split']} split, the model of {corpus['model_dir']}"
+        data = "its run's" if corpus.get("from_run", True) else f"{name}'s"
+        return f"The model of {corpus['model_dir']} on {data} {corpus['split']} split"
     if record["kind"] == "serving":
         return f"Serving: the {figures['preset']} model of {corpus['model_dir']}, beam {figures['beam_size']}, " \
-               f"{corpus['sentences']} sentences of {name}"
+               f"{sentences}"
     if record["kind"] == "constrained":
-        return f"Constrained search: the model of {corpus['model_dir']}, {corpus['sentences']} sentences of {name} " \
-               "with two constraints each"
+        return f"Constrained search: the model of {corpus['model_dir']}, {sentences}, two constraints each"
     if record["kind"] == "speed":
         return f"Speed: the {figures['preset']} preset on synthetic batches"
     if record["kind"] == "eole":
@@ -151,7 +153,7 @@ def spread(group, key):
 
 def page(found):
     """docs/results.md: every record, by kind and corpus."""
-    lines = ["# Results", "",
+    lines = ["# Results", "", "```bash", "python scripts/make_results.py", "```", "",
              "Every figure the README and these pages publish, as the records in `results/` hold it: one JSON "
              "file per run, written by the command beside it (`--record results`), with the commit, CPU and "
              "precision it ran with. `python scripts/make_results.py` builds this page and the README's "

@@ -68,6 +68,7 @@ def test_evaluate_writes_the_scores_it_prints_under_the_splits_name(tiny_run_dir
     assert record["kind"] == "evaluate" and "dev" not in record
     assert f"sacreBLEU {record['test']['bleu']:.2f}  ({record['test']['bleu_signature']})" in out
     assert record["corpus"]["split"] == "test" and record["corpus"]["sentences"] == 5
+    assert record["corpus"]["from_run"] and record["test"]["sentences"] == 5  # the run's own split
     assert record["precision"] == RunDir(tiny_run_dir).load_config().precision
     assert record["command"].startswith("python scripts/evaluate.py --model-dir ") and "--limit 5" in record["command"]
     assert record["figures"]["beam_size"] == 4

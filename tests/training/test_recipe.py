@@ -63,7 +63,7 @@ def test_default_run_trains_scores_exports_and_shows_examples(tmp_path):
     table = docs_table("| sentences.txt | translations.txt |")
     assert len(table) >= 8
     (checkout / "sentences.txt").write_text("".join(source + "\n" for source, _ in table), encoding="utf-8")
-    bash(checkout, docs_command(r"^python scripts/translate\.py --model saved_models/"))
+    bash(checkout, docs_command(r"^python scripts/translate\.py --model saved_models/numerals_en_de "))
     assert (checkout / "translations.txt").read_text(encoding="utf-8").splitlines() == [out for _, out in table]
 
     # The translating page's attention command, on this model, writes the files it names.
