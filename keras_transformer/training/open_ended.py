@@ -20,11 +20,12 @@ import dataclasses
 from keras_transformer.config import BATCH_TOKENS, HELD_OUT, RunConfig
 from keras_transformer.training import auto_config
 
-# Intervals without a better validation BLEU before training stops (`--early-stopping`).
+# Intervals without a better validation BLEU before training stops (`--early-stopping`); a choice, not measured.
 PATIENCE = 3
 # Updates between validations: one pass over the corpus, within these bounds
-# (a small corpus still trains between validations; a large one is checked
-# at least every 2,000 updates, as fairseq's and the paper's runs save).
+# (a small corpus still trains between validations; a large one, such as
+# WMT14 whose pass takes thousands of updates, is still validated often).
+# A choice, not measured.
 MIN_INTERVAL, MAX_INTERVAL = 100, 2000
 # The base preset from this many words (both sides; WMT14 En-De has about
 # 200M): smaller corpora overfit it (Sennrich and Zhang, 2019).
