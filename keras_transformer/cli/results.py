@@ -65,67 +65,90 @@ def what(record):
     return f"oneDNN kernels: the {figures['preset']} preset in float32"
 
 
-def figures_text(record):
-    """A record's headline figures in a sentence."""
-    figures = record["figures"]
-    if record["kind"] in ("train", "evaluate"):
-        sentences = record["corpus"].get("sentences")
-        scores = "; ".join(part for part in (_scores(record.get("test"), "test", sentences),
-                                             _scores(record.get("dev"), "dev", sentences)) if part)
-        if record["kind"] == "evaluate":
-            return scores or "; ".join(  # with a glossary: both decodes and their term use
-                f"{label}: sacreBLEU {figures[label]['bleu']:.2f}, chrF {figures[label]['chrf']:.2f}, term use "
-                f"{figures[label]['term_use']:.2f}%" for label in ("unconstrained", "constrained"))
-        return (f"{scores}; {figures['updates']:,} updates, {figures['total_minutes']:.1f} minutes in all "
-                f"({figures['model']} checkpoint, alpha {figures['alpha']:g})")
-    if record["kind"] == "serving":
-        ours = figures["SavedModel"]
-        text = f"SavedModel: batch 1 {ours['batch1_ms']:.1f} ms/sentence, batch {figures['batch_size']} " \
-               f"{ours['batched_per_s']:.1f} sentences/s"
-        ratio = figures.get("SavedModel / CTranslate2 float32")
-        if ratio:
-            text += f"; **{ratio['batch1']:.2f}×** and **{ratio['batched']:.2f}×** CTranslate2 float32's " \
-                    f"speed ({figures['CTranslate2 float32']['batch1_ms']:.1f} ms, " \
-                    f"{figures['CTranslate2 float32']['batched_per_s']:.1f} sentences/s, 2 threads)"
-        same = [f"{figures[f'{name} = SavedModel']} {label}" for name, label in (
-            ("CTranslate2 float32", "with its own length penalty"), ("CTranslate2 float32 reranked", "reranked"))
-            if f"{name} = SavedModel" in figures]
-        if same:
-            text += f"; CTranslate2 float32 translates as the SavedModel does {' and '.join(same)} of " \
-                    f"{record['corpus']['sentences']}"
-        return text
-    if record["kind"] == "speed":
-        parts = []
-        if "float32_vs_keras_hub" in figures:
-            parts.append(f"training float32 {figures['train_float32_tokens_per_s']:.0f} target tokens/s, "
-                         f"**{figures['float32_vs_keras_hub']:.2f}×** keras-hub's "
-                         f"{figures['train_keras_hub_float32_tokens_per_s']:.0f}; mixed_bfloat16 "
-                         f"{figures['train_mixed_bfloat16_tokens_per_s']:.0f}, "
-                         f"**{figures['bfloat16_vs_keras_hub_float32']:.2f}×**")
-        parts.append(f"cached beam search **{figures['decode_cached_vs_uncached']:.2f}×** uncached")
-        if "ours_best_vs_ctranslate2_float32" in figures:
-            parts.append(f"beam search (best of our precisions) **{figures['ours_best_vs_ctranslate2_float32']:.2f}×** "
-                         f"CTranslate2 float32's output tokens/s, **{figures['ours_best_vs_ctranslate2_int8']:.2f}×** "
-                         "its int8's")
-        return "; ".join(parts)
-    if record["kind"] == "constrained":
-        plain, constrained, ratio = figures["beam search"], figures["constrained"], figures["ratio"]
-        return (f"term use {plain['term_use']:.2f}% without constraints, {constrained['term_use']:.2f}% with; "
-                f"constrained search takes **{ratio['batch1']:.2f}×** beam search's time at batch 1 "
-                f"({constrained['batch1_ms']:.1f} against {plain['batch1_ms']:.1f} ms/sentence) and "
-                f"**{ratio['batched']:.2f}×** batched ({constrained['batched_per_s']:.1f} against "
-                f"{plain['batched_per_s']:.1f} sentences/s)")
-    if record["kind"] == "eole":
-        ours, eole = figures["ours"], figures["eole"]
-        def times(a, b):
-            return f"**{a / b:.2f}×**" if b > 0 else "no ratio"
+def _scored(record):
+    sentences = record["corpus"].get("sentences")
+    return "; ".join(part for part in (_scores(record.get("test"), "test", sentences),
+                                       _scores(record.get("dev"), "dev", sentences)) if part)
 
-        return (f"test sacreBLEU {ours['bleu']:.2f} against eole's {eole['bleu']:.2f} "
-                f"({times(ours['bleu'], eole['bleu'])}), "
-                f"chrF {ours['chrf']:.2f} against {eole['chrf']:.2f} ({times(ours['chrf'], eole['chrf'])}); "
-                f"{ours['updates']:,} and {eole['updates']:,} updates")
+
+def _train(record, figures):
+    return (f"{_scored(record)}; {figures['updates']:,} updates, {figures['total_minutes']:.1f} minutes in all "
+            f"({figures['model']} checkpoint, alpha {figures['alpha']:g})")
+
+
+def _evaluate(record, figures):
+    return _scored(record) or "; ".join(  # with a glossary: both decodes and their term use
+        f"{label}: sacreBLEU {figures[label]['bleu']:.2f}, chrF {figures[label]['chrf']:.2f}, term use "
+        f"{figures[label]['term_use']:.2f}%" for label in ("unconstrained", "constrained"))
+
+
+def _serving(record, figures):
+    ours = figures["SavedModel"]
+    text = f"SavedModel: batch 1 {ours['batch1_ms']:.1f} ms/sentence, batch {figures['batch_size']} " \
+           f"{ours['batched_per_s']:.1f} sentences/s"
+    ratio = figures.get("SavedModel / CTranslate2 float32")
+    if ratio:
+        text += f"; **{ratio['batch1']:.2f}×** and **{ratio['batched']:.2f}×** CTranslate2 float32's " \
+                f"speed ({figures['CTranslate2 float32']['batch1_ms']:.1f} ms, " \
+                f"{figures['CTranslate2 float32']['batched_per_s']:.1f} sentences/s, 2 threads)"
+    same = [f"{figures[f'{name} = SavedModel']} {label}" for name, label in (
+        ("CTranslate2 float32", "with its own length penalty"), ("CTranslate2 float32 reranked", "reranked"))
+        if f"{name} = SavedModel" in figures]
+    if same:
+        text += f"; CTranslate2 float32 translates as the SavedModel does {' and '.join(same)} of " \
+                f"{record['corpus']['sentences']}"
+    return text
+
+
+def _speed(record, figures):
+    parts = []
+    if "float32_vs_keras_hub" in figures:
+        parts.append(f"training float32 {figures['train_float32_tokens_per_s']:.0f} target tokens/s, "
+                     f"**{figures['float32_vs_keras_hub']:.2f}×** keras-hub's "
+                     f"{figures['train_keras_hub_float32_tokens_per_s']:.0f}; mixed_bfloat16 "
+                     f"{figures['train_mixed_bfloat16_tokens_per_s']:.0f}, "
+                     f"**{figures['bfloat16_vs_keras_hub_float32']:.2f}×**")
+    parts.append(f"cached beam search **{figures['decode_cached_vs_uncached']:.2f}×** uncached")
+    if "ours_best_vs_ctranslate2_float32" in figures:
+        parts.append(f"beam search (best of our precisions) **{figures['ours_best_vs_ctranslate2_float32']:.2f}×** "
+                     f"CTranslate2 float32's output tokens/s, **{figures['ours_best_vs_ctranslate2_int8']:.2f}×** "
+                     "its int8's")
+    return "; ".join(parts)
+
+
+def _constrained(record, figures):
+    plain, constrained, ratio = figures["beam search"], figures["constrained"], figures["ratio"]
+    return (f"term use {plain['term_use']:.2f}% without constraints, {constrained['term_use']:.2f}% with; "
+            f"constrained search takes **{ratio['batch1']:.2f}×** beam search's time at batch 1 "
+            f"({constrained['batch1_ms']:.1f} against {plain['batch1_ms']:.1f} ms/sentence) and "
+            f"**{ratio['batched']:.2f}×** batched ({constrained['batched_per_s']:.1f} against "
+            f"{plain['batched_per_s']:.1f} sentences/s)")
+
+
+def _eole(record, figures):
+    ours, eole = figures["ours"], figures["eole"]
+
+    def times(a, b):
+        return f"**{a / b:.2f}×**" if b > 0 else "no ratio"
+
+    return (f"test sacreBLEU {ours['bleu']:.2f} against eole's {eole['bleu']:.2f} "
+            f"({times(ours['bleu'], eole['bleu'])}), "
+            f"chrF {ours['chrf']:.2f} against {eole['chrf']:.2f} ({times(ours['chrf'], eole['chrf'])}); "
+            f"{ours['updates']:,} and {eole['updates']:,} updates")
+
+
+def _onednn(record, figures):
     return (f"oneDNN on against off: training **{figures['train_ratio']:.2f}×**, beam search "
             f"**{figures['decode_ratio']:.2f}×**")
+
+
+_FIGURES = {"train": _train, "evaluate": _evaluate, "serving": _serving, "speed": _speed,
+            "constrained": _constrained, "eole": _eole, "onednn": _onednn}
+
+
+def figures_text(record):
+    """A record's headline figures in a sentence."""
+    return _FIGURES[record["kind"]](record, record["figures"])
 
 
 def _cell(text):

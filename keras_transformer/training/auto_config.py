@@ -125,6 +125,33 @@ class Recipe:
     seconds_per_update: float
 
 
+class Choices:
+    """A recipe's choices for `config`, made one at a time by `pick`: a
+    setting the user gave (in `fixed`) is kept, else the recipe's value is
+    taken; `reasons` says why, a line each."""
+
+    def __init__(self, config, fixed=()):
+        self.config, self.fixed, self.values, self.reasons = config, set(fixed), {}, []
+
+    def pick(self, name, value, reason):
+        """The setting `name`: the user's, else `value` (for `reason`)."""
+        if name in self.fixed:
+            self.reasons.append(f"{name} {getattr(self.config, name)} (your flag)")
+            return getattr(self.config, name)
+        self.values[name] = value
+        self.reasons.append(f"{name} {value}: {reason}")
+        return value
+
+    def vocabulary(self, corpus):
+        """The shared vocabulary's size for `corpus` (`vocabulary_size`)."""
+        return self.pick("vocab_size", vocabulary_size(corpus.words, corpus.word_types),
+                         f"{corpus.words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct "
+                         "words in a sample (smaller corpora, smaller vocabularies)")
+
+    def recipe(self, seconds_per_update):
+        return Recipe(dataclasses.replace(self.config, **self.values), tuple(self.reasons), seconds_per_update)
+
+
 def vocabulary_size(words, word_types=None):
     """Pieces of the shared vocabulary for a corpus of `words` words (both
     sides), at most half its `word_types` (SentencePiece cannot fill a
@@ -168,20 +195,9 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
     """The `Recipe` for `config` on `corpus` (a `CorpusSize`) in `budget_seconds`
     on this machine (`probe`). `fixed`: settings the user gave, which stay
     as they are."""
-    choices, why = {}, []
-
-    def pick(name, value, reason):
-        if name in fixed:
-            why.append(f"{name} {getattr(config, name)} (your flag)")
-            return getattr(config, name)
-        choices[name] = value
-        why.append(f"{name} {value}: {reason}")
-        return value
-
-    words = corpus.words
-    vocab = pick("vocab_size", vocabulary_size(words, corpus.word_types),
-                 f"{words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct words in a "
-                 "sample (smaller corpora, smaller vocabularies)")
+    choices = Choices(config, fixed)
+    pick = choices.pick
+    vocab = choices.vocabulary(corpus)
     batch_tokens = config.batch_tokens if "batch_tokens" in fixed else BATCH_TOKENS
     # The probe trains on the run's own batches, cut where the run will cut them.
     cut = config.max_length if "max_length" in fixed else max_length_for(corpus.long_words)
@@ -213,7 +229,7 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
     pick("max_length", max_length_for(corpus.long_words),
          f"99% of pairs have at most {corpus.long_words} words a side")
     pick("bleu_sentences", VALIDATION_SENTENCES, "validation stays a small share of the budget")
-    return Recipe(dataclasses.replace(config, **choices), tuple(why), float(seconds))
+    return choices.recipe(float(seconds))
 
 
 def norm_first_for(preset, updates):

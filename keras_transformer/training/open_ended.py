@@ -15,8 +15,6 @@ not improved for `PATIENCE` intervals, or at the paper's 100,000 updates.
 Every choice is printed as a `recipe:` block, and a flag given is kept.
 """
 
-import dataclasses
-
 from keras_transformer.config import BATCH_TOKENS, HELD_OUT, RunConfig
 from keras_transformer.training import auto_config
 
@@ -52,19 +50,9 @@ def interval_for(corpus, batch_tokens):
 def choose(config, corpus, fixed=()):
     """The `auto_config.Recipe` for `config` on `corpus` (a `CorpusSize`)
     with no end given; `fixed`: the settings the user gave, kept."""
-    choices, why = {}, []
-
-    def pick(name, value, reason):
-        if name in fixed:
-            why.append(f"{name} {getattr(config, name)} (your flag)")
-            return getattr(config, name)
-        choices[name] = value
-        why.append(f"{name} {value}: {reason}")
-        return value
-
-    pick("vocab_size", auto_config.vocabulary_size(corpus.words, corpus.word_types),
-         f"{corpus.words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct words in a "
-         "sample (smaller corpora, smaller vocabularies)")
+    choices = auto_config.Choices(config, fixed)
+    pick = choices.pick
+    choices.vocabulary(corpus)
     base = corpus.words >= BASE_MIN_WORDS
     preset = pick("preset", "base" if base else "small",
                   f"{corpus.words / 1e6:.1f}M words ({'at least' if base else 'fewer than'} "
@@ -82,4 +70,4 @@ def choose(config, corpus, fixed=()):
     pick("checkpoint_every", interval_for(corpus, batch_tokens), "a validation after each pass over the corpus")
     pick("early_stopping", PATIENCE, f"training stops after {PATIENCE} validations without a better BLEU")
     pick("steps", MAX_UPDATES, "at most the paper's base run")
-    return auto_config.Recipe(dataclasses.replace(config, **choices), tuple(why), None)
+    return choices.recipe(None)

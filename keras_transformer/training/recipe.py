@@ -199,8 +199,7 @@ def plan_budget(config, run_dir, started, fixed=()):
     if config.strategy != "default":
         raise ValueError("--time-budget measures training on one device; use --strategy default.")
     print(f"Measuring the corpus and this machine for a {config.time_budget}-minute budget ...", flush=True)
-    count, sample = corpus_size.training_sample(config.data, seed=config.seed)
-    corpus = corpus_size.from_pairs(count, sample)
+    corpus, sample = measured_corpus(config)
     recipe = scheduled(auto_config.choose(config, corpus, budget_seconds, probe(config, run_dir, sample), fixed),
                        fixed)
     work = budget.Work(choice=len(model_choice.CANDIDATES),
@@ -212,10 +211,15 @@ def plan_budget(config, run_dir, started, fixed=()):
     return recipe.config, record
 
 
+def measured_corpus(config):
+    """(`CorpusSize` of `config`'s training split, the sample of pairs it was measured on)."""
+    count, sample = corpus_size.training_sample(config.data, seed=config.seed)
+    return corpus_size.from_pairs(count, sample), sample
+
+
 def corpus_vocabulary(config):
     """The vocabulary size the recipe chooses for `config`'s corpus (`auto_config.vocabulary_size`)."""
-    count, sample = corpus_size.training_sample(config.data, seed=config.seed)
-    corpus = corpus_size.from_pairs(count, sample)
+    corpus, _ = measured_corpus(config)
     return auto_config.vocabulary_size(corpus.words, corpus.word_types)
 
 
@@ -230,8 +234,7 @@ def plan_open_ended(config, run_dir, fixed=()):
                                               if name not in fixed})
     print("Measuring the corpus (no --time-budget or --steps: training runs until validation BLEU stops "
           "improving) ...", flush=True)
-    count, sample = corpus_size.training_sample(config.data, seed=config.seed)
-    recipe = open_ended.choose(config, corpus_size.from_pairs(count, sample), fixed)
+    recipe = open_ended.choose(config, measured_corpus(config)[0], fixed)
     print("recipe:\n" + "\n".join(f"  {line}" for line in recipe.reasons), flush=True)
     return recipe.config
 
