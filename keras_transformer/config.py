@@ -48,9 +48,9 @@ MAX_HELD_OUT_FRACTION = 0.025
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 # A run in a model directory can only be resumed with these unchanged.
 # A fine-tuning run (--init-from) takes these from the run it starts from: they fix the weights' shapes.
-INHERITED_BY_INIT_FROM = ("preset", "norm_first", "vocab_size")
-RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset", "norm_first", "validation",
-                     "test", "init_from", "time_budget")
+INHERITED_BY_INIT_FROM = ("preset", "norm_first", "vocab_size", "encoder_layers", "decoder_layers")
+RESUME_MUST_MATCH = ("dataset", "source_lang", "target_lang", "vocab_size", "preset", "norm_first", "encoder_layers",
+                     "decoder_layers", "validation", "test", "init_from", "time_budget")
 
 
 def setting(default, help, *, flag=None, shared_with=None):
@@ -137,6 +137,11 @@ class ModelSettings:
         "paper's post-norm after each residual sum. Neither flag: the preset's post-norm, or under --time-budget "
         "the recipe's choice (pre-norm for a short run of the tiny or small preset, where it learns faster; its "
         "'recipe:' block says why).")
+    encoder_layers: int | None = setting(
+        None, "Encoder layers (default: the preset's N; the paper: 6). A deep encoder costs once per sentence.")
+    decoder_layers: int | None = setting(
+        None, "Decoder layers (default: the preset's N; the paper: 6). Beam search runs the decoder at every "
+        "output step, so a shallow decoder translates faster (Kasai et al., 2021: 12 encoder and 1 decoder layers).")
     precision: str = setting(
         "auto", "Keras dtype policy: float32, mixed_bfloat16, mixed_float16 (with dynamic loss scaling), or auto: "
         "mixed_bfloat16 where the hardware computes bfloat16 natively (AVX512_BF16/AMX CPUs, GPUs of compute "
@@ -145,6 +150,14 @@ class ModelSettings:
     def __post_init__(self):
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1); got {self.dropout}.")
+        for name in ("encoder_layers", "decoder_layers"):
+            if getattr(self, name) is not None:
+                _at_least(self, 1, name)
+
+    def overrides(self):
+        """The `Transformer` arguments these settings change from the preset's (None: the preset's)."""
+        return {"dropout": self.dropout, "norm_first": self.norm_first,
+                "num_encoder_layers": self.encoder_layers, "num_decoder_layers": self.decoder_layers}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,6 +317,8 @@ class RunConfig:
     preset: str = flag_of(ModelSettings, "preset")
     dropout: float | None = flag_of(ModelSettings, "dropout")
     norm_first: bool | None = flag_of(ModelSettings, "norm_first")
+    encoder_layers: int | None = flag_of(ModelSettings, "encoder_layers")
+    decoder_layers: int | None = flag_of(ModelSettings, "decoder_layers")
     precision: str = flag_of(ModelSettings, "precision")
     # TrainingSettings
     strategy: str = flag_of(TrainingSettings, "strategy")

@@ -137,8 +137,7 @@ def build_model(config, vocab_size):
     from keras_transformer.modeling.precision import resolve_precision
     from keras_transformer.modeling.transformer import build_transformer
 
-    return build_transformer(config.preset, vocab_size, resolve_precision(config.precision), config.dropout,
-                             config.norm_first)
+    return build_transformer(config.preset, vocab_size, resolve_precision(config.precision), **config.model.overrides())
 
 
 def load_config(model_dir):
@@ -164,21 +163,20 @@ def varied_tiny_model(vocab=TINY_VOCAB, seed=0, dtype=None):
     return model
 
 
-@pytest.fixture(scope="session")
-def tiny_run_dir(tmp_path_factory, tokenizer_path, small_corpus):
-    """A model directory as scripts/train.py writes it: run_config.json, the
-    vocabulary and one checkpoint of an untrained tiny model."""
+def make_tiny_run_dir(directory, tokenizer_path, small_corpus, **settings):
+    """A model directory as scripts/train.py writes it: run_config.json (of
+    the tiny preset, with `settings`), the vocabulary and one checkpoint of
+    an untrained model."""
     from keras_transformer.config import RunConfig
     from keras_transformer.data.tokenizer import Tokenizer
     from keras_transformer.modeling.precision import resolve_precision
     from keras_transformer.run_dir import RunDir
 
-    directory = tmp_path_factory.mktemp("run")
     train, test = small_corpus
     tsv = write_tsv(directory / "corpus.tsv", train[:300] + test[:40])
     # As the trainer records it: the precision resolved on this machine.
     config = RunConfig(dataset=tsv, preset="tiny", vocab_size=500, max_length=32, model_dir=str(directory),
-                       export_dir="", precision=resolve_precision("auto"))
+                       export_dir="", precision=resolve_precision("auto"), **settings)
     run_dir = RunDir(directory)
     run_dir.save_config(config)
     shutil.copyfile(tokenizer_path, run_dir.vocabulary_path)
@@ -187,6 +185,12 @@ def tiny_run_dir(tmp_path_factory, tokenizer_path, small_corpus):
     os.makedirs(run_dir.checkpoint_dir)
     model.save_weights(run_dir.checkpoint_path(0))
     return str(directory)
+
+
+@pytest.fixture(scope="session")
+def tiny_run_dir(tmp_path_factory, tokenizer_path, small_corpus):
+    """An untrained tiny run's folder (`make_tiny_run_dir`)."""
+    return make_tiny_run_dir(tmp_path_factory.mktemp("run"), tokenizer_path, small_corpus)
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ engines taking turns within each round. Ratios
 to CTranslate2 float32 carry the claim; the machines are shared and noisy.
 The report also counts how many batched translations of each engine equal
 the SavedModel's: a speed figure means little for an engine that
-translates differently.
+translates differently. With a `baseline` run (another model of the same
+data, e.g. of other depths), its SavedModel takes its turns in the same
+rounds on the same sentences, and the report gives the speed ratio.
 
 Without a trained run, `quick_run` trains a stand-in: the main job's first
 updates (`scripts/benchmark.py --serving` with no value does this when the
@@ -35,7 +37,11 @@ from keras_transformer.data import sources
 from keras_transformer.decoding.batching import in_length_order
 from keras_transformer.export import loading, saved_model
 from keras_transformer.export.ctranslate2 import ctranslate2_installed, export_translator_ctranslate2
+from keras_transformer.modeling import presets
 from keras_transformer.run_dir import RunDir
+
+
+BASELINE = "Baseline SavedModel"
 
 
 def quick_run(model_dir, steps):
@@ -108,21 +114,27 @@ def time_engines(found, sentences, batch_size=32, rounds=2):
                    [_text(output) for output in outputs[name]]) for name in found}
 
 
-def engines(model_dir, directory, threads=2):
+def engines(model_dir, directory, threads=2, baseline=None):
     """({name: translate(list of str) -> list of UTF-8 bytes}, the run's
     config) for the run in `model_dir`, exported into `directory`, each
     engine loaded as `loading.load_translator` loads it. CTranslate2 runs as
     its users run it, with its own length penalty ("CTranslate2 float32",
     "... int8": the ratios' reference), and reranked under ours as
     `translate.py` runs it ("CTranslate2 float32 reranked"). CTranslate2
-    engines are absent without the extra."""
+    engines are absent without the extra. The run in `baseline`, if given,
+    is exported too ("Baseline SavedModel")."""
     translator = loading.load_translator(model_dir)  # in process: a `Translator`
     exported = {"SavedModel": saved_model.export_translator(translator, os.path.join(directory, "saved_model"))}
+    if baseline:
+        exported[BASELINE] = saved_model.export_translator(loading.load_translator(baseline),
+                                                           os.path.join(directory, "baseline"))
     if ctranslate2_installed():
         for quantization in ("float32", "int8"):
             exported[f"CTranslate2 {quantization}"] = export_translator_ctranslate2(
                 translator, os.path.join(directory, quantization), quantization)
-    loaded = {"SavedModel": loading.load_translator(exported.pop("SavedModel")), "Translator": translator,
+    loaded = {name: loading.load_translator(exported.pop(name)) for name in ("SavedModel", BASELINE)
+              if name in exported}
+    loaded = {**loaded, "Translator": translator,
               **{name: loading.load_translator(path, threads=threads, ranking="ctranslate2")
                  for name, path in exported.items()}}
     if exported:
@@ -133,20 +145,28 @@ def engines(model_dir, directory, threads=2):
     return found, RunDir(model_dir).load_config()
 
 
-def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, threads=2, report=print):
+def _layers(config):
+    return "{}+{} layers".format(*presets.run_depths(config))
+
+
+def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, threads=2, report=print,
+                    baseline=None):
     """Times every engine on `limit` sentences: the source side of `corpus`
     (a TSV file), or the run's own test split. Reports a table and ratios;
     returns {engine: {"batch1_ms", "batched_per_s"}}, the ratios, and for
     every other engine how many of its batched translations equal the
-    SavedModel's ("<engine> = SavedModel")."""
+    SavedModel's ("<engine> = SavedModel"). With a `baseline` run, its
+    SavedModel is timed too ("SavedModel / Baseline SavedModel")."""
     with tempfile.TemporaryDirectory() as directory:
-        found, config = engines(model_dir, directory, threads)
+        found, config = engines(model_dir, directory, threads, baseline)
+        if baseline:
+            report(f"serving: baseline {baseline} ({_layers(RunDir(baseline).load_config())})")
         if corpus:
             sentences = read_sentences(corpus, limit)
         else:
             sentences = sources.read_split(config.data, "test", limit=limit)[0]
-        report(f"serving: {model_dir} ({config.preset}, {config.precision}), {len(sentences)} sentences"
-               f"{' of ' + corpus if corpus else ' of its test split'}, beam {config.beam_size}, "
+        report(f"serving: {model_dir} ({config.preset}, {_layers(config)}, {config.precision}), {len(sentences)} "
+               f"sentences{' of ' + corpus if corpus else ' of its test split'}, beam {config.beam_size}, "
                f"alpha {config.alpha}, {threads} threads, best of {rounds}")
         figures, translations = {}, {}
         for name, (single, batched, translations[name]) in time_engines(found, sentences, batch_size,
@@ -160,14 +180,14 @@ def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, 
             same = sum(a == b for a, b in zip(outputs, reference_outputs))
             figures[f"{name} = SavedModel"] = same
             report(f"  {name} translates {same}/{len(sentences)} sentences as the SavedModel does")
-    reference = figures.get("CTranslate2 float32")
-    if reference:
-        for name in ("SavedModel", "Translator"):
-            latency = reference["batch1_ms"] / figures[name]["batch1_ms"]
-            throughput = figures[name]["batched_per_s"] / reference["batched_per_s"]
-            figures[f"{name} / CTranslate2 float32"] = {"batch1": latency, "batched": throughput}
-            report(f"  {name} / CTranslate2 float32: {latency:.2f}x at batch 1 (speed), "
-                   f"{throughput:.2f}x at batch {batch_size} (goal >= 1.0 for both)")
-    else:
+    if "CTranslate2 float32" not in figures:
         report('  CTranslate2 figures skipped: pip install -e ".[ctranslate2]"')
+    for name, reference in (("Translator", "CTranslate2 float32"), ("SavedModel", "CTranslate2 float32"),
+                            ("SavedModel", "CTranslate2 int8"), ("SavedModel", BASELINE)):
+        if reference in figures:
+            latency = figures[reference]["batch1_ms"] / figures[name]["batch1_ms"]
+            throughput = figures[name]["batched_per_s"] / figures[reference]["batched_per_s"]
+            figures[f"{name} / {reference}"] = {"batch1": latency, "batched": throughput}
+            report(f"  {name} / {reference}: {latency:.2f}x at batch 1 (speed), {throughput:.2f}x at batch "
+                   f"{batch_size}")
     return figures

@@ -71,9 +71,11 @@ def training_flops(config, vocab_size, source_tokens, target_tokens):
     """Approximate training FLOPs of one step: 6 per matmul weight per token it
     multiplies (forward 2, backward 4). Attention's score and value products
     are left out, so the utilisation figures are slight underestimates."""
-    d, f, n = config.d_model, config.d_ff, config.num_layers
-    encoder_weights = n * (4 * d * d + 2 * d * f)  # per source token
-    decoder_weights = n * (8 * d * d + 2 * d * f) + d * vocab_size  # per target token, with the output projection
+    d, f = config.d_model, config.d_ff
+    encoder_layers, decoder_layers = presets.depths(config)
+    encoder_weights = encoder_layers * (4 * d * d + 2 * d * f)  # per source token
+    # per target token, with the output projection
+    decoder_weights = decoder_layers * (8 * d * d + 2 * d * f) + d * vocab_size
     return 6 * (encoder_weights * source_tokens + decoder_weights * target_tokens)
 
 
@@ -157,13 +159,14 @@ def keras_hub_equivalent(config, vocab_size, precision="float32"):
         x = embedding(ids) * scale
         return x + positions(x)
 
+    encoder_layers, decoder_layers = presets.depths(config)
     x = embed(source)
-    for _ in range(config.num_layers):
+    for _ in range(encoder_layers):
         x = keras_hub.layers.TransformerEncoder(config.d_ff, config.num_heads, dropout=config.dropout,
                                                 layer_norm_epsilon=config.layer_norm_epsilon, dtype=policy)(
             x, padding_mask=keras.ops.not_equal(source, 0))
     y = embed(target)
-    for _ in range(config.num_layers):
+    for _ in range(decoder_layers):
         y = keras_hub.layers.TransformerDecoder(config.d_ff, config.num_heads, dropout=config.dropout,
                                                 layer_norm_epsilon=config.layer_norm_epsilon, dtype=policy)(
             y, x, decoder_padding_mask=keras.ops.not_equal(target, 0),

@@ -63,6 +63,9 @@ def parser():
                        f"{main_job_run}; if it holds no run yet, the main job's first --serving-quick-steps "
                        "updates are trained into a temporary directory first). Its sentences: --corpus's "
                        "source side if given, else its own test split.")
+    group.add_argument("--serving-baseline", default=None, metavar="MODEL_DIR",
+                       help="Another run of the same data (e.g. of other depths) whose SavedModel is timed in the "
+                       "same rounds on the same sentences; the report gives the speed ratio to it.")
     group.add_argument("--serving-sentences", type=int, default=500, help="How many sentences to translate.")
     group.add_argument("--serving-rounds", type=int, default=2, help="Passes per figure; the best counts.")
     group.add_argument("--serving-quick-steps", type=int, default=200,
@@ -140,14 +143,18 @@ def _serving_main(parser, args, argv=None):
 
     def figures(model_dir):
         measured = serving.serving_figures(model_dir, args.corpus, args.serving_sentences,
-                                           batch_size=args.engines_batch, rounds=args.serving_rounds)
+                                           batch_size=args.engines_batch, rounds=args.serving_rounds,
+                                           baseline=args.serving_baseline)
         config = RunDir(model_dir).load_config()
         corpus = {"dataset": args.corpus or config.dataset, "split": None if args.corpus else "test",
                   "sentences": args.serving_sentences, "model_dir": args.serving}
         stand_in = {} if model_dir == args.serving else {"stand_in_updates": args.serving_quick_steps}
+        baseline = {"baseline": args.serving_baseline,
+                    "baseline_layers": presets.run_depths(RunDir(args.serving_baseline).load_config())
+                    } if args.serving_baseline else {}
         record(args, argv, "serving", config.precision, corpus,
-                {"preset": config.preset, "beam_size": config.beam_size, "batch_size": args.engines_batch,
-                 **stand_in, **measured})
+               {"preset": config.preset, "layers": presets.run_depths(config), "beam_size": config.beam_size,
+                "batch_size": args.engines_batch, **stand_in, **baseline, **measured})
 
     main_job_run = _main_job_run()
     try:

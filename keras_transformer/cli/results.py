@@ -54,8 +54,9 @@ def what(record):
         data = "its run's" if corpus.get("from_run", True) else f"{name}'s"
         return f"The model of {corpus['model_dir']} on {data} {corpus['split']} split"
     if record["kind"] == "serving":
-        return f"Serving: the {figures['preset']} model of {corpus['model_dir']}, beam {figures['beam_size']}, " \
-               f"{sentences}"
+        layers = " ({}+{} layers)".format(*figures["layers"]) if "layers" in figures else ""
+        return f"Serving: the {figures['preset']} model{layers} of {corpus['model_dir']}, beam " \
+               f"{figures['beam_size']}, {sentences}"
     if record["kind"] == "constrained":
         return f"Constrained search: the model of {corpus['model_dir']}, {sentences}, two constraints each"
     if record["kind"] == "speed":
@@ -91,6 +92,14 @@ def _serving(record, figures):
         text += f"; **{ratio['batch1']:.2f}×** and **{ratio['batched']:.2f}×** CTranslate2 float32's " \
                 f"speed ({figures['CTranslate2 float32']['batch1_ms']:.1f} ms, " \
                 f"{figures['CTranslate2 float32']['batched_per_s']:.1f} sentences/s, 2 threads)"
+    int8 = figures.get("SavedModel / CTranslate2 int8")
+    if int8:
+        text += f", {int8['batch1']:.2f}× and {int8['batched']:.2f}× int8's"
+    baseline = figures.get("SavedModel / Baseline SavedModel")
+    if baseline:
+        text += f"; **{baseline['batch1']:.2f}×** and **{baseline['batched']:.2f}×** the speed of the SavedModel " \
+                "of {} ({}+{} layers), timed in the same rounds".format(figures["baseline"],
+                                                                        *figures["baseline_layers"])
     same = [f"{figures[f'{name} = SavedModel']} {label}" for name, label in (
         ("CTranslate2 float32", "with its own length penalty"), ("CTranslate2 float32 reranked", "reranked"))
         if f"{name} = SavedModel" in figures]

@@ -152,7 +152,8 @@ def run_record(outcome, command):
     dev = choice.alpha_scores[f"{choice.alpha:g}"] if choice.alpha is not None else choice.scores[choice.chosen]
     corpus = {"dataset": config.dataset, "test": config.test, "validation_sentences": choice.validation_sentences,
               "test_sentences": test.sentences}
-    figures = {"preset": config.preset, "vocab_size": config.vocab_size, "time_budget": config.time_budget,
+    figures = {"preset": config.preset, "layers": presets.run_depths(config), "vocab_size": config.vocab_size,
+               "time_budget": config.time_budget,
                "steps": None if config.time_budget else config.steps, "updates": outcome.updates,
                "model": choice.chosen, "alpha": config.alpha, "train_minutes": outcome.train_seconds / 60.0,
                "total_minutes": outcome.total_seconds / 60.0}

@@ -40,7 +40,7 @@ def restore(model_dir, weights=None, precision=None):
     tokenizer = Tokenizer(run_dir.vocabulary_path)
     settings = config.model
     model = build_transformer(settings.preset, tokenizer.vocab_size, run_precision(settings, run_dir, precision),
-                              settings.dropout, settings.norm_first)
+                              **settings.overrides())
     model.load_weights(weights or run_dir.default_weights())
     return config, model, tokenizer
 

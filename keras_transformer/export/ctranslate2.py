@@ -124,7 +124,7 @@ def transformer_spec(model, source_vocabulary, target_vocabulary=None, max_posit
         raise ValueError(f"max_positions must be at least 2; got {max_positions}.")
 
     spec = ctranslate2.specs.TransformerSpec.from_config(
-        model.num_layers, model.num_heads, pre_norm=model.norm_first,
+        (model.num_encoder_layers, model.num_decoder_layers), model.num_heads, pre_norm=model.norm_first,
         activation=ctranslate2.specs.Activation.RELU,
     )
     positions = _array(sinusoidal_encoding(np.arange(max_positions), model.d_model,

@@ -13,6 +13,10 @@ class TransformerConfig:
 
     # Encoder layers and decoder layers, each [N].
     num_layers: int = 6
+    # Depths of their own, for a deep encoder and a shallow decoder (Kasai et
+    # al., 2021); None: num_layers.
+    num_encoder_layers: int | None = None
+    num_decoder_layers: int | None = None
     # Model width [d_model].
     d_model: int = 512
     # Attention heads [h]; d_model / num_heads is the head width [d_k = d_v].
@@ -48,6 +52,12 @@ PRESETS = {
 }
 
 
+def depths(config, encoder_layers=None, decoder_layers=None):
+    """(encoder layers, decoder layers) of a TransformerConfig, but for those given here (a run's flags)."""
+    return (encoder_layers or config.num_encoder_layers or config.num_layers,
+            decoder_layers or config.num_decoder_layers or config.num_layers)
+
+
 def get_preset(name):
     """The TransformerConfig called `name`; ValueError naming the valid ones otherwise."""
     if name not in PRESETS:
@@ -62,6 +72,18 @@ def resolved_norm_first(preset_name, norm_first):
     model, so settings are compared through this, never as given.
     """
     return get_preset(preset_name).norm_first if norm_first is None else bool(norm_first)
+
+
+def resolved_layers(preset_name, name, layers):
+    """A run's `name` ("encoder_layers" or "decoder_layers"): `layers` if set, else the preset's depth."""
+    config = get_preset(preset_name)
+    return depths(config)[("encoder_layers", "decoder_layers").index(name)] if layers is None else int(layers)
+
+
+def run_depths(settings):
+    """[encoder layers, decoder layers] of the model a run's `settings` (a
+    RunConfig or its ModelSettings) build."""
+    return list(depths(get_preset(settings.preset), settings.encoder_layers, settings.decoder_layers))
 
 
 def resolved_dropout(preset_name, dropout):

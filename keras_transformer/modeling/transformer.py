@@ -32,6 +32,8 @@ class Transformer(keras.Model):
         num_layers, d_model, num_heads, d_ff, dropout, attention_dropout,
         activation_dropout, norm_first, layer_norm_epsilon: see
             `keras_transformer.modeling.presets.TransformerConfig`.
+        num_encoder_layers, num_decoder_layers: int or None. Each stack's
+            depth when it differs from `num_layers` (None: `num_layers`).
         tie_embeddings: bool. Share embedding and output matrices.
         **kwargs: passed to `keras.Model`.
 
@@ -56,6 +58,8 @@ class Transformer(keras.Model):
         vocab_size,
         target_vocab_size=None,
         num_layers=6,
+        num_encoder_layers=None,
+        num_decoder_layers=None,
         d_model=512,
         num_heads=8,
         d_ff=2048,
@@ -71,6 +75,8 @@ class Transformer(keras.Model):
         self.vocab_size = int(vocab_size)
         self.target_vocab_size = None if target_vocab_size is None else int(target_vocab_size)
         self.num_layers = int(num_layers)
+        self.num_encoder_layers = self.num_layers if num_encoder_layers is None else int(num_encoder_layers)
+        self.num_decoder_layers = self.num_layers if num_decoder_layers is None else int(num_decoder_layers)
         self.d_model = int(d_model)
         self.num_heads = int(num_heads)
         self.d_ff = int(d_ff)
@@ -82,7 +88,6 @@ class Transformer(keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
 
         stack_kwargs = dict(
-            num_layers=self.num_layers,
             d_model=self.d_model,
             num_heads=self.num_heads,
             d_ff=self.d_ff,
@@ -93,8 +98,8 @@ class Transformer(keras.Model):
             layer_norm_epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
         )
-        self.encoder = Encoder(name="encoder", **stack_kwargs)
-        self.decoder = Decoder(name="decoder", **stack_kwargs)
+        self.encoder = Encoder(self.num_encoder_layers, name="encoder", **stack_kwargs)
+        self.decoder = Decoder(self.num_decoder_layers, name="decoder", **stack_kwargs)
         self.source_embedding = PositionalEmbedding(
             self.vocab_size, self.d_model, dtype=self.dtype_policy, name="source_embedding"
         )
@@ -244,6 +249,8 @@ class Transformer(keras.Model):
                 "vocab_size": self.vocab_size,
                 "target_vocab_size": self.target_vocab_size,
                 "num_layers": self.num_layers,
+                "num_encoder_layers": self.num_encoder_layers,
+                "num_decoder_layers": self.num_decoder_layers,
                 "d_model": self.d_model,
                 "num_heads": self.num_heads,
                 "d_ff": self.d_ff,
@@ -273,13 +280,13 @@ def _reducible_logs(logs):
     return logs
 
 
-def build_transformer(preset, vocab_size, dtype=None, dropout=None, norm_first=None):
+def build_transformer(preset, vocab_size, dtype=None, **overrides):
     """The preset's `Transformer` over a shared vocabulary, built (its weights
     exist), computing in the Keras dtype policy `dtype` (None: the global
-    one). `dropout` and `norm_first` replace the preset's if given. The one
-    place a run's model is made, for training and for restoring alike."""
-    overrides = {name: value for name, value in (("dropout", dropout), ("norm_first", norm_first))
-                 if value is not None}
+    one). `overrides` (e.g. `ModelSettings.overrides()`: dropout, norm_first,
+    the two depths) replace the preset's values, but for those of None. The
+    one place a run's model is made, for training and for restoring alike."""
+    overrides = {name: value for name, value in overrides.items() if value is not None}
     model = Transformer.from_preset(preset, vocab_size=vocab_size, dtype=dtype, **overrides)
     model.build()
     return model

@@ -148,6 +148,13 @@ class Choices:
                          f"{corpus.words / 1e6:.2f}M words in {corpus.pairs:,} pairs, {corpus.word_types:,} distinct "
                          "words in a sample (smaller corpora, smaller vocabularies)")
 
+    def depths(self):
+        """Says the user's --encoder-layers and --decoder-layers, if given
+        (the recipe keeps the preset's depths)."""
+        for name in ("encoder_layers", "decoder_layers"):
+            if name in self.fixed:
+                self.pick(name, None, "")
+
     def recipe(self, seconds_per_update):
         return Recipe(dataclasses.replace(self.config, **self.values), tuple(self.reasons), seconds_per_update)
 
@@ -213,6 +220,7 @@ def choose(config, corpus, budget_seconds, probe, fixed=()):
                       f"({'at least' if base_updates >= BASE_MIN_UPDATES else 'fewer than'} {BASE_MIN_UPDATES:,})")
         if preset != "small":
             seconds = probe(preset, vocab, batch_tokens, cut)
+    choices.depths()
     updates = estimated_updates(budget_seconds, seconds)
     if "batch_tokens" not in fixed and preset in ("tiny", "small") and updates < SHORT_RUN_UPDATES:
         batch_tokens = pick("batch_tokens", SHORT_RUN_BATCH_TOKENS,

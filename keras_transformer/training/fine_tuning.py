@@ -5,7 +5,8 @@ to a user's own domain. The new run takes from RUN_DIR:
 - the weights the run is used with (`RunDir.default_weights`: the
   model its main job chose, else its newest checkpoint);
 - its SentencePiece vocabulary, copied into the new model directory;
-- its preset and vocabulary size, which fix the weights' shapes.
+- its preset, depths, block placement and vocabulary size, which fix the
+  weights' shapes.
 The optimizer state and the learning-rate schedule start fresh; the README
 shows schedule flags that suit fine-tuning.
 """
@@ -15,7 +16,7 @@ import shutil
 
 from keras_transformer.config import INHERITED_BY_INIT_FROM as INHERITED
 from keras_transformer.files import atomic_path
-from keras_transformer.modeling.presets import resolved_norm_first
+from keras_transformer.modeling import presets
 from keras_transformer.run_dir import RunDir
 
 
@@ -32,10 +33,13 @@ def inherit(values, run_dir, given):
     those that contradicts the source run is a ValueError naming both values."""
     source = source_config(run_dir)
 
-    def differs(name):  # an unset norm_first is the preset's: --no-norm-first agrees with a post-norm run's None
+    def differs(name):  # an unset setting is the preset's: --no-norm-first agrees with a post-norm run's None
         if name == "norm_first":  # the new run builds the source run's preset
-            return (resolved_norm_first(source.preset, values[name])
-                    != resolved_norm_first(source.preset, source.norm_first))
+            return (presets.resolved_norm_first(source.preset, values[name])
+                    != presets.resolved_norm_first(source.preset, source.norm_first))
+        if name in ("encoder_layers", "decoder_layers"):
+            return (presets.resolved_layers(source.preset, name, values[name])
+                    != presets.resolved_layers(source.preset, name, getattr(source, name)))
         return values[name] != getattr(source, name)
 
     conflicts = [f"--{name.replace('_', '-')} {values[name]!r} (the run has {getattr(source, name)!r})"

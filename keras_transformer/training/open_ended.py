@@ -57,6 +57,7 @@ def choose(config, corpus, fixed=()):
     preset = pick("preset", "base" if base else "small",
                   f"{corpus.words / 1e6:.1f}M words ({'at least' if base else 'fewer than'} "
                   f"{BASE_MIN_WORDS / 1e6:.0f}M)")
+    choices.depths()
     batch_tokens = pick("batch_tokens", BATCH_TOKENS, "the paper's 25,000 per side, scaled to one machine")
     pick("norm_first", False, "the paper's post-norm blocks, for a run trained until it stops improving")
     pick("dropout", 0.1, "the paper's: a run until validation stops improving sees the corpus dozens of times")

@@ -135,9 +135,13 @@ def prepare_run_dir(config, run_dir):
 
 
 def _blocks_resolved(config):
-    """`config` with an unset `norm_first` made its preset's, so that a
-    recorded None and a given --no-norm-first compare as the same model."""
-    return dataclasses.replace(config, norm_first=presets.resolved_norm_first(config.preset, config.norm_first))
+    """`config` with an unset `norm_first` and depths made its preset's, so that
+    a recorded None and a given --no-norm-first (or the preset's own depth)
+    compare as the same model."""
+    return dataclasses.replace(
+        config, norm_first=presets.resolved_norm_first(config.preset, config.norm_first),
+        **{name: presets.resolved_layers(config.preset, name, getattr(config, name))
+           for name in ("encoder_layers", "decoder_layers")})
 
 
 def probe(config, run_dir, sample):
@@ -164,8 +168,7 @@ def probe(config, run_dir, sample):
                              f"it cannot time one of {vocab_size}.")
         tokenizer = vocabulary[vocab_size]
         if preset not in models:
-            model = build_transformer(preset, tokenizer.vocab_size, config.precision, config.dropout,
-                                      config.norm_first)
+            model = build_transformer(preset, tokenizer.vocab_size, config.precision, **config.model.overrides())
             models[preset] = trainer.compile_model(model, config.training)
         batches = pipeline.make_batches(pairs, tokenizer, batch_tokens, max_length, training=True, seed=config.seed)
         return budget.probe_seconds_per_update(models[preset], batches)

@@ -148,7 +148,7 @@ def build_model(model_settings, training, vocab_size, strategy):
     with strategy.scope():
         accuracy = MaskedAccuracy()
         model = build_transformer(model_settings.preset, vocab_size, model_settings.precision,
-                                  model_settings.dropout, model_settings.norm_first)
+                                  **model_settings.overrides())
         if training.init_from:
             model.load_weights(fine_tuning.initial_weights(training.init_from))
         progress = None

@@ -22,7 +22,25 @@ def test_every_engine_is_timed_on_the_same_sentences_and_the_ratios_follow(train
     assert figures["Translator = SavedModel"] == figures["CTranslate2 float32 = SavedModel"] == 5
     assert figures["CTranslate2 float32 reranked = SavedModel"] == 5
     assert "  Translator translates 5/5 sentences as the SavedModel does" in lines
-    assert len(lines) == 1 + len(engines) + (len(engines) - 1) + 2
+    int8 = figures["SavedModel / CTranslate2 int8"]
+    assert int8["batched"] == pytest.approx(figures["SavedModel"]["batched_per_s"]
+                                            / figures["CTranslate2 int8"]["batched_per_s"])
+    assert len(lines) == 1 + len(engines) + (len(engines) - 1) + 3
+
+
+def test_a_baseline_runs_saved_model_takes_its_turns_on_the_same_sentences(trained_tiny_run, small_corpus,
+                                                                           tmp_path):
+    _, test = small_corpus
+    corpus = write_tsv(tmp_path / "test.tsv", test[:4])
+    lines = []
+    figures = serving.serving_figures(trained_tiny_run, corpus, limit=4, batch_size=2, rounds=1, report=lines.append,
+                                      baseline=trained_tiny_run)
+    baseline = figures[serving.BASELINE]
+    assert figures[f"{serving.BASELINE} = SavedModel"] == 4  # the same weights: the same translations
+    ratio = figures[f"SavedModel / {serving.BASELINE}"]
+    assert ratio["batch1"] == pytest.approx(baseline["batch1_ms"] / figures["SavedModel"]["batch1_ms"])
+    assert ratio["batched"] == pytest.approx(figures["SavedModel"]["batched_per_s"] / baseline["batched_per_s"])
+    assert lines[0] == f"serving: baseline {trained_tiny_run} (2+2 layers)"
 
 
 def test_the_sentences_are_the_first_column_of_the_corpus(tmp_path):
@@ -59,7 +77,7 @@ def test_without_the_main_job_its_first_updates_are_trained_and_served(capsys, t
     notice, header = [line for line in lines if line.startswith("serving: ")]  # training prints between them
     assert notice.startswith("serving: no run in runs/numerals_en_de-small ") and "its first 1 updates in " in notice
     # The stand-in is the main job's model (small preset, its precision), served on its own test split.
-    assert f"(small, {resolve_precision('auto')}), 2 sentences of its test split" in header
+    assert f"(small, 3+3 layers, {resolve_precision('auto')}), 2 sentences of its test split" in header
     assert "  Translator translates 2/2 sentences as the SavedModel does" in lines
     assert "SavedModel / CTranslate2 float32" in out
     assert list(tmp_path.iterdir()) == []  # trained in a temporary directory, nothing left behind

@@ -53,7 +53,21 @@ def test_same_log_probs_and_same_beam_translations_for_every_variant(variant, tm
     - scores given targets with our teacher-forced log-probabilities;
     - with beam 4 and alpha 0, picks our beam search's translations, with its scores."""
     norm_first, tie, target_vocab = variant
-    model = train_reversal_model(norm_first, tie, target_vocab)
+    assert_ctranslate2_translates_as_we_do(train_reversal_model(norm_first, tie, target_vocab), target_vocab,
+                                           tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("depths,norm_first", [((3, 1), False), ((1, 3), True)], ids=["3-1-post_norm", "1-3-pre_norm"])
+def test_unequal_depths_give_the_same_log_probs_and_beam_translations(depths, norm_first, tmp_path):
+    model = train_reversal_model(norm_first, num_encoder_layers=depths[0], num_decoder_layers=depths[1])
+    assert (len(model.encoder.blocks), len(model.decoder.blocks)) == depths
+    assert_ctranslate2_translates_as_we_do(model, None, tmp_path)
+
+
+def assert_ctranslate2_translates_as_we_do(model, target_vocab, tmp_path):
+    """CTranslate2 float32 of `model` scores given targets with our log-probabilities and,
+    with beam 4 and alpha 0, picks our beam search's translations with their scores."""
     source_tokens, target_tokens = write(model, tmp_path / "ct2", target_vocab=target_vocab)
     translator = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32", intra_threads=1)
 

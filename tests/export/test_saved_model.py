@@ -13,6 +13,7 @@ import keras_transformer
 from keras_transformer import decoding
 from keras_transformer.decoding import restore
 from keras_transformer.export import loading, saved_model, settings
+from tests.conftest import make_tiny_run_dir
 from tests.helpers.serving_double import SessionModel
 
 SENTENCES = ["It is half past seven.", "My brother bought two apples yesterday.", "three hundred twenty-one"]
@@ -194,3 +195,19 @@ def test_session_loader_serves_constraints_and_a_bad_sentence_never_fails_its_ba
     assert served == alone
     assert "Uhr" in served[0] and served[3].startswith("Es")
     assert all(word in served[2] for word in ("eins", "zwei", "drei", "vier"))
+
+
+def test_a_run_of_unequal_depths_restores_and_serves_as_it_was_built(tokenizer_path, small_corpus, tmp_path):
+    """--encoder-layers 3 --decoder-layers 1 reach the run folder, the restored model and the SavedModel."""
+    (tmp_path / "run").mkdir()
+    run = make_tiny_run_dir(tmp_path / "run", tokenizer_path, small_corpus, encoder_layers=3, decoder_layers=1)
+    config, model, tokenizer = restore.restore(run)
+    assert (config.encoder_layers, config.decoder_layers) == (3, 1)
+    assert (len(model.encoder.blocks), len(model.decoder.blocks)) == (3, 1)
+    translator = restore.make_translator(config.decoding, model, tokenizer)
+    exported = saved_model.export_translator(translator, str(tmp_path / "saved_models" / "tiny"))
+    source_ids = translator.encode_sources(tf.constant(SENTENCES))
+    out = tf.saved_model.load(exported).signatures["translate_ids"](source_ids=source_ids)
+    ids, scores = decoding.beam_search(model, source_ids, beam_size=4, alpha=0.6)
+    np.testing.assert_array_equal(out["ids"], ids[:, 0])
+    np.testing.assert_allclose(out["scores"], scores[:, 0], atol=1e-4)

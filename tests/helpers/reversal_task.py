@@ -36,15 +36,16 @@ def padded(rows, width):
     return out
 
 
-def train_reversal_model(norm_first=False, tie_embeddings=True, target_vocab=None, steps=400, seed=0):
+def train_reversal_model(norm_first=False, tie_embeddings=True, target_vocab=None, steps=400, seed=0, **depths):
     """A tiny Transformer of the given variant, trained on the reversal task.
 
     target_vocab: None for the shared vocabulary, else a separate target
-    vocabulary of that size. Returns the model.
+    vocabulary of that size. `depths`: num_encoder_layers and
+    num_decoder_layers, if not the preset's. Returns the model.
     """
     keras.utils.set_random_seed(seed)
     model = kt.Transformer.from_preset("tiny", vocab_size=SOURCE_VOCAB, target_vocab_size=target_vocab,
-                                       norm_first=norm_first, tie_embeddings=tie_embeddings, dropout=0.0)
+                                       norm_first=norm_first, tie_embeddings=tie_embeddings, dropout=0.0, **depths)
     model.build()
     rng = np.random.default_rng(seed)
     sources, targets = pairs(rng, steps * 32, target_vocab or SOURCE_VOCAB)

@@ -105,9 +105,28 @@ def test_a_given_output_matrix_gives_the_logits_the_embedding_gives(policy):
     assert tiny(tie_embeddings=False).output_matrix() is None
 
 
-@pytest.mark.parametrize("overrides", [{}, {"tie_embeddings": False, "norm_first": True}])
+@pytest.mark.parametrize("overrides", [{}, {"tie_embeddings": False, "norm_first": True},
+                                       {"num_encoder_layers": 3, "num_decoder_layers": 1}])
 def test_round_trips(overrides, tmp_path):
     assert_round_trips(lambda: tiny(**overrides), (SOURCE, TARGET), tmp_path, atol=1e-5)
+
+
+def test_each_stack_takes_its_own_depth_and_num_layers_is_the_shorthand_for_both():
+    def depths(model):
+        return len(model.encoder.blocks), len(model.decoder.blocks)
+
+    assert depths(tiny()) == (2, 2)  # the tiny preset's N
+    assert depths(tiny(num_layers=3)) == (3, 3)
+    assert depths(tiny(num_encoder_layers=3, num_decoder_layers=1)) == (3, 1)
+    assert depths(tiny(num_layers=4, num_decoder_layers=1)) == (4, 1)
+    # A decoder layer has a cross-attention block (4 d^2 + 4 d weights and a
+    # LayerNorm's 2 d) more than an encoder layer; moving a layer from the
+    # decoder to the encoder removes exactly that many weights.
+    d = 32
+    assert tiny().count_params() - tiny(num_encoder_layers=3, num_decoder_layers=1).count_params() == (
+        4 * d * d + 4 * d + 2 * d)
+    with pytest.raises(ValueError, match="num_layers must be at least 1; got 0"):
+        tiny(num_decoder_layers=0)
 
 
 def test_bad_arguments_name_the_bad_value_and_the_valid_ones():

@@ -169,6 +169,19 @@ def test_the_users_flags_stay_as_given():
     assert calls == [("tiny", 3000, 4096)]  # the given preset is the only one timed
 
 
+def test_the_users_depths_stay_as_given_and_are_said():
+    probe, _ = fake_probe({"small": 2.0, "base": 8.0})
+    given = RunConfig(dataset="c.tsv", encoder_layers=5, decoder_layers=1)
+    recipe = auto_config.choose(given, LIBREOFFICE_LIKE, 25 * 60.0, probe, fixed={"encoder_layers", "decoder_layers"})
+    assert (recipe.config.encoder_layers, recipe.config.decoder_layers) == (5, 1)
+    preset_line = [i for i, line in enumerate(recipe.reasons) if line.startswith("preset ")][0]
+    assert recipe.reasons[preset_line + 1:preset_line + 3] == ("encoder_layers 5 (your flag)",
+                                                               "decoder_layers 1 (your flag)")
+    unset = auto_config.choose(RunConfig(dataset="c.tsv"), LIBREOFFICE_LIKE, 25 * 60.0, probe)
+    assert (unset.config.encoder_layers, unset.config.decoder_layers) == (None, None)
+    assert not [line for line in unset.reasons if "layers" in line]
+
+
 def test_the_base_preset_keeps_post_norm_blocks_on_a_short_budget():
     """Pre-norm was measured on the small preset only: a short run of the
     base preset (the user's) is not given an unmeasured pairing."""

@@ -11,14 +11,15 @@ from keras_transformer.training import checkpoints
 from tests.conftest import ROOT
 
 
-def tiny_model():
-    model = kt.Transformer.from_preset("tiny", vocab_size=23)
+def tiny_model(**overrides):
+    model = kt.Transformer.from_preset("tiny", vocab_size=23, **overrides)
     model.build()
     return model
 
 
-def test_averaging_yields_the_element_wise_mean(tmp_path):
-    model = tiny_model()
+@pytest.mark.parametrize("depths", [{}, {"num_encoder_layers": 3, "num_decoder_layers": 1}])
+def test_averaging_yields_the_element_wise_mean(depths, tmp_path):
+    model = tiny_model(**depths)
     rng = np.random.default_rng(0)
     saved, run_dir = [], RunDir(tmp_path)
     os.makedirs(run_dir.checkpoint_dir)

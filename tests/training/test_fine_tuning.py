@@ -33,7 +33,13 @@ def test_a_fine_tuning_run_starts_from_the_runs_weights_and_vocabulary_with_a_fr
 def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_named(trained_tiny_run, tmp_path,
                                                                                    capsys):
     values = fine_tuning.inherit({"preset": "small", "vocab_size": 1000, "steps": 5}, trained_tiny_run, given=set())
-    assert values == {"preset": "tiny", "norm_first": None, "vocab_size": 500, "steps": 5}
+    assert values == {"preset": "tiny", "norm_first": None, "vocab_size": 500, "encoder_layers": None,
+                      "decoder_layers": None, "steps": 5}
+    # Depths: the tiny preset's 2 layers given as a flag are the run's unset depth; 1 contradicts it.
+    assert fine_tuning.inherit({"decoder_layers": 2}, trained_tiny_run, given={"decoder_layers"})[
+        "decoder_layers"] is None
+    with pytest.raises(ValueError, match=r"--decoder-layers 1 \(the run has None\)"):
+        fine_tuning.inherit({"decoder_layers": 1}, trained_tiny_run, given={"decoder_layers"})
     pre_norm = RunDir(tmp_path / "pre_norm")  # a run with pre-norm blocks: its weights include two final norms
     pre_norm.save_config(RunConfig(**{**RunDir(trained_tiny_run).load_config().to_dict(), "norm_first": True}))
     assert fine_tuning.inherit({"norm_first": None}, str(tmp_path / "pre_norm"), given=set())["norm_first"] is True
@@ -51,4 +57,5 @@ def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_nam
     assert code == 2 and "nowhere" in err and "not a directory" in err
     with pytest.raises(ValueError, match="same folder"):
         fine_tuning.check_compatible(trained_tiny_run, trained_tiny_run,
-                                     {"preset": "tiny", "norm_first": None, "vocab_size": 500})
+                                     {"preset": "tiny", "norm_first": None, "vocab_size": 500,
+                                      "encoder_layers": None, "decoder_layers": None})
