@@ -3,8 +3,9 @@
 Every published figure lives in a record its command wrote (`cli.records`).
 This builds, from the records of a folder:
 - the README's Results table, between its `<!-- results -->` and
-  `<!-- /results -->` lines: a row per record, naming CPU, precision and
-  command;
+  `<!-- /results -->` lines: a row per command of the presets' own models
+  (other depths are on the results page only), naming CPU, precision and
+  command, with the latest run's figures and the spread of its runs;
 - docs/results.md, the evidence page: every record's figures by kind and
   corpus, dev and test scores apart, and the spread of repeated runs.
 `--check` writes nothing and fails when a page differs from what it builds;
@@ -18,6 +19,7 @@ import re
 import sys
 
 from keras_transformer.cli import records
+from keras_transformer.modeling import presets
 
 BEGIN, END = "<!-- results -->", "<!-- /results -->"
 PAGE = os.path.join("docs", "results.md")
@@ -49,7 +51,8 @@ def what(record):
     if record["kind"] == "train":
         trained = (f"{figures['time_budget']}-minute budget" if figures["time_budget"] else
                    f"{figures['preset']} preset, {figures['steps']:,} updates")
-        return f"Training on {name}: {trained}"
+        layers = "" if presets_model(record) else ", {}+{} layers".format(*figures["layers"])
+        return f"Training on {name}: {trained}{layers}"
     if record["kind"] == "evaluate":
         data = "its run's" if corpus.get("from_run", True) else f"{name}'s"
         return f"The model of {corpus['model_dir']} on {data} {corpus['split']} split"
@@ -164,14 +167,30 @@ def _cell(text):
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def readme_table(found):
-    """The README's Results table: a row per record of training, serving and speed."""
-    rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
+def presets_model(record):
+    """Whether a record's model has its preset's depths (or names none)."""
+    layers = record["figures"].get("layers")
+    return layers is None or tuple(layers) == presets.depths(presets.get_preset(record["figures"]["preset"]))
+
+
+def by_command(found):
+    """The records grouped by command, CPU and precision, in their order."""
+    groups = collections.defaultdict(list)
     for record in found:
-        if record["kind"] in ("train", "serving", "speed", "onednn", "eole"):
-            rows.append("| " + " | ".join(_cell(cell) for cell in (
-                what(record), figures_text(record), machine(record), record["precision"],
-                f"`{record['command']}`")) + " |")
+        groups[(record["command"], machine(record), record["precision"])].append(record)
+    return groups
+
+
+def readme_table(found):
+    """The README's Results table: a row per command of training, serving and
+    speed that ran a preset's own model, with its latest run's figures and
+    the spread of its runs."""
+    rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
+    chosen = [r for r in found if r["kind"] in ("train", "serving", "speed", "onednn", "eole") and presets_model(r)]
+    for (command, cpu, precision), group in by_command(chosen).items():
+        figures = figures_text(group[-1]) + (f"; spread: {spreads(group)}" if spreads(group) else "")
+        rows.append("| " + " | ".join(_cell(cell) for cell in (what(group[-1]), figures, cpu, precision,
+                                                                 f"`{command}`")) + " |")
     return "\n".join(rows) + "\n"
 
 
@@ -181,6 +200,12 @@ def spread(group, key):
     if len(values) < 2:
         return ""
     return f"{min(values):.2f}–{max(values):.2f} over {len(values)} runs"
+
+
+def spreads(group):
+    """The test and dev spreads of a group of records, or ""."""
+    return "; ".join(f"{label} sacreBLEU {text}" for label, text in
+                     (("test", spread(group, "test")), ("dev", spread(group, "dev"))) if text)
 
 
 def page(found):
@@ -199,17 +224,12 @@ def page(found):
         if not by_kind[kind]:
             continue
         lines += [f"## {kind.capitalize()}", ""]
-        groups = collections.defaultdict(list)
-        for record in by_kind[kind]:
-            groups[(record["command"], machine(record), record["precision"])].append(record)
-        for (command, cpu, precision), group in groups.items():
+        for (command, cpu, precision), group in by_command(by_kind[kind]).items():
             lines += [f"`{command}`", "", f"{cpu}, {precision}.", "", "| date | commit | what | figures |",
                       "|---|---|---|---|"]
             lines += [f"| {record['date'][:10]} | {(record['commit'] or 'none')[:12]} | {_cell(what(record))} | "
                       f"{_cell(figures_text(record))} |" for record in group]
-            spreads = [f"{label} sacreBLEU {text}" for label, text in
-                       (("test", spread(group, "test")), ("dev", spread(group, "dev"))) if text]
-            lines += ["", f"Spread: {'; '.join(spreads)}."] if spreads else []
+            lines += ["", f"Spread: {spreads(group)}."] if spreads(group) else []
             lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -39,6 +39,21 @@ def test_repeated_runs_of_one_command_show_their_spread_dev_and_test_apart():
     assert "Spread" not in single
 
 
+def test_the_readme_has_a_row_per_command_with_its_spread_and_other_depths_only_on_the_page():
+    from keras_transformer.cli import results
+
+    first, second = train_record(21.9, 33.2, "2026-12-06T10:00:00Z"), train_record(21.67, 32.58, "2026-12-06T11:00:00Z")
+    shallow = train_record(15.87, 25.65, "2026-12-06T12:00:00Z")
+    shallow["command"] += " --encoder-layers 6 --decoder-layers 1"
+    shallow["figures"]["layers"] = [6, 1]
+    second["figures"]["layers"] = [3, 3]  # the small preset's own depths, named
+    rows = results.readme_table([first, second, shallow]).splitlines()[2:]
+    assert len(rows) == 1 and "test sacreBLEU 21.67" in rows[0]  # the latest run's figures
+    assert "spread: test sacreBLEU 21.67–21.90 over 2 runs; dev sacreBLEU 32.58–33.20 over 2 runs" in rows[0]
+    page = results.page([first, second, shallow])
+    assert "| Training on lo.tsv: 25-minute budget, 6+1 layers | test sacreBLEU 15.87" in page
+
+
 def test_the_table_goes_between_the_readmes_markers_and_nowhere_else():
     import pytest
 
