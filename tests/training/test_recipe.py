@@ -127,6 +127,22 @@ def test_a_run_recorded_without_a_block_placement_resumes_with_its_presets(tmp_p
         recipe.prepare_run_dir(RunConfig(**{**recorded.to_dict(), "norm_first": True}), run_dir)
 
 
+def test_a_run_recorded_without_depths_resumes_with_its_presets_own(tmp_path):
+    """The tiny preset has 2 layers a side: --decoder-layers 2 resumes a run that
+    recorded none, --decoder-layers 1 (another model) is refused."""
+    from keras_transformer.config import RunConfig
+    from keras_transformer.run_dir import RunDir
+    from keras_transformer.training import recipe
+
+    run_dir = RunDir(tmp_path / "run")
+    recorded = RunConfig(model_dir=str(tmp_path / "run"), preset="tiny", precision="float32")
+    run_dir.save_config(recorded)
+    recipe.prepare_run_dir(RunConfig(**{**recorded.to_dict(), "decoder_layers": 2}), run_dir)
+    assert run_dir.load_config().decoder_layers == 2
+    with pytest.raises(ValueError, match=r"--decoder-layers 2 -> 1"):
+        recipe.prepare_run_dir(RunConfig(**{**recorded.to_dict(), "decoder_layers": 1}), run_dir)
+
+
 @pytest.mark.slow
 def test_a_time_budgeted_run_plans_records_stops_and_resumes(tmp_path, small_corpus, capsys):
     """`train.py --time-budget` end to end on the tiny preset: the recipe's
