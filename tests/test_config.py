@@ -82,7 +82,8 @@ def test_each_setting_reaches_the_one_section_that_uses_it():
     # The values flow through: a non-default value of each field shows up in its section.
     values = dict(dataset="c.tsv", source_lang="en", target_lang="de", data_dir="d", validation="v.tsv",
                   test="t.tsv", vocab_size=777, max_length=99, batch_tokens=999, seed=5, preset="tiny",
-                  dropout=0.25, norm_first=True, encoder_layers=4, decoder_layers=1, precision="float32", strategy="mirrored", steps=900, grad_accum=3,
+                  dropout=0.25, norm_first=True, encoder_layers=4, decoder_layers=1, precision="float32",
+                  strategy="mirrored", steps=900, grad_accum=3,
                   jit_compile=True, warmup_steps=11, learning_rate_scale=2.5, label_smoothing=0.2, cooldown=0.1,
                   checkpoint_every=300, keep_checkpoints=7, average_last=6, init_from="r",
                   bleu_sentences=9, bleu_beam_size=2, early_stopping=3, beam_size=5, alpha=0.7,

@@ -145,8 +145,8 @@ def engines(model_dir, directory, threads=2, baseline=None):
     return found, RunDir(model_dir).load_config()
 
 
-def _layers(config):
-    return "{}+{} layers".format(*presets.run_depths(config))
+def _layers(depths):
+    return "{}+{} layers".format(*depths)
 
 
 def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, threads=2, report=print,
@@ -155,20 +155,24 @@ def serving_figures(model_dir, corpus=None, limit=500, batch_size=32, rounds=2, 
     (a TSV file), or the run's own test split. Reports a table and ratios;
     returns {engine: {"batch1_ms", "batched_per_s"}}, the ratios, and for
     every other engine how many of its batched translations equal the
-    SavedModel's ("<engine> = SavedModel"). With a `baseline` run, its
-    SavedModel is timed too ("SavedModel / Baseline SavedModel")."""
+    SavedModel's ("<engine> = SavedModel"). The model's depths are "layers";
+    with a `baseline` run, its SavedModel is timed too ("SavedModel /
+    Baseline SavedModel") and its depths are "baseline_layers"."""
+    depths = {}
     with tempfile.TemporaryDirectory() as directory:
         found, config = engines(model_dir, directory, threads, baseline)
+        depths["layers"] = presets.run_depths(config)
         if baseline:
-            report(f"serving: baseline {baseline} ({_layers(RunDir(baseline).load_config())})")
+            depths["baseline_layers"] = presets.run_depths(RunDir(baseline).load_config())
+            report(f"serving: baseline {baseline} ({_layers(depths['baseline_layers'])})")
         if corpus:
             sentences = read_sentences(corpus, limit)
         else:
             sentences = sources.read_split(config.data, "test", limit=limit)[0]
-        report(f"serving: {model_dir} ({config.preset}, {_layers(config)}, {config.precision}), {len(sentences)} "
-               f"sentences{' of ' + corpus if corpus else ' of its test split'}, beam {config.beam_size}, "
-               f"alpha {config.alpha}, {threads} threads, best of {rounds}")
-        figures, translations = {}, {}
+        report(f"serving: {model_dir} ({config.preset}, {_layers(depths['layers'])}, {config.precision}), "
+               f"{len(sentences)} sentences{' of ' + corpus if corpus else ' of its test split'}, "
+               f"beam {config.beam_size}, alpha {config.alpha}, {threads} threads, best of {rounds}")
+        figures, translations = dict(depths), {}
         for name, (single, batched, translations[name]) in time_engines(found, sentences, batch_size,
                                                                         rounds).items():
             figures[name] = {"batch1_ms": single, "batched_per_s": batched}

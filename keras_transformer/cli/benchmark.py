@@ -149,12 +149,10 @@ def _serving_main(parser, args, argv=None):
         corpus = {"dataset": args.corpus or config.dataset, "split": None if args.corpus else "test",
                   "sentences": args.serving_sentences, "model_dir": args.serving}
         stand_in = {} if model_dir == args.serving else {"stand_in_updates": args.serving_quick_steps}
-        baseline = {"baseline": args.serving_baseline,
-                    "baseline_layers": presets.run_depths(RunDir(args.serving_baseline).load_config())
-                    } if args.serving_baseline else {}
+        baseline = {"baseline": args.serving_baseline} if args.serving_baseline else {}
         record(args, argv, "serving", config.precision, corpus,
-               {"preset": config.preset, "layers": presets.run_depths(config), "beam_size": config.beam_size,
-                "batch_size": args.engines_batch, **stand_in, **baseline, **measured})
+               {"preset": config.preset, "beam_size": config.beam_size, "batch_size": args.engines_batch,
+                **stand_in, **baseline, **measured})
 
     main_job_run = _main_job_run()
     try:

@@ -74,15 +74,9 @@ def resolved_norm_first(preset_name, norm_first):
     return get_preset(preset_name).norm_first if norm_first is None else bool(norm_first)
 
 
-def resolved_layers(preset_name, name, layers):
-    """A run's `name` ("encoder_layers" or "decoder_layers"): `layers` if set, else the preset's depth."""
-    config = get_preset(preset_name)
-    return depths(config)[("encoder_layers", "decoder_layers").index(name)] if layers is None else int(layers)
-
-
 def run_depths(settings):
     """[encoder layers, decoder layers] of the model a run's `settings` (a
-    RunConfig or its ModelSettings) build."""
+    RunConfig or its ModelSettings) build: its flags', else its preset's."""
     return list(depths(get_preset(settings.preset), settings.encoder_layers, settings.decoder_layers))
 
 

@@ -37,9 +37,10 @@ def inherit(values, run_dir, given):
         if name == "norm_first":  # the new run builds the source run's preset
             return (presets.resolved_norm_first(source.preset, values[name])
                     != presets.resolved_norm_first(source.preset, source.norm_first))
-        if name in ("encoder_layers", "decoder_layers"):
-            return (presets.resolved_layers(source.preset, name, values[name])
-                    != presets.resolved_layers(source.preset, name, getattr(source, name)))
+        if name in ("encoder_layers", "decoder_layers"):  # the depths of the source run's preset
+            preset = presets.get_preset(source.preset)
+            return presets.depths(preset, **{name: values[name]}) != presets.depths(preset,
+                                                                                **{name: getattr(source, name)})
         return values[name] != getattr(source, name)
 
     conflicts = [f"--{name.replace('_', '-')} {values[name]!r} (the run has {getattr(source, name)!r})"

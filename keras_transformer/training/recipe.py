@@ -138,10 +138,9 @@ def _blocks_resolved(config):
     """`config` with an unset `norm_first` and depths made its preset's, so that
     a recorded None and a given --no-norm-first (or the preset's own depth)
     compare as the same model."""
-    return dataclasses.replace(
-        config, norm_first=presets.resolved_norm_first(config.preset, config.norm_first),
-        **{name: presets.resolved_layers(config.preset, name, getattr(config, name))
-           for name in ("encoder_layers", "decoder_layers")})
+    encoder_layers, decoder_layers = presets.run_depths(config)
+    return dataclasses.replace(config, norm_first=presets.resolved_norm_first(config.preset, config.norm_first),
+                               encoder_layers=encoder_layers, decoder_layers=decoder_layers)
 
 
 def probe(config, run_dir, sample):

@@ -41,6 +41,7 @@ def test_a_baseline_runs_saved_model_takes_its_turns_on_the_same_sentences(train
     assert ratio["batch1"] == pytest.approx(baseline["batch1_ms"] / figures["SavedModel"]["batch1_ms"])
     assert ratio["batched"] == pytest.approx(figures["SavedModel"]["batched_per_s"] / baseline["batched_per_s"])
     assert lines[0] == f"serving: baseline {trained_tiny_run} (2+2 layers)"
+    assert figures["layers"] == figures["baseline_layers"] == [2, 2]  # what the record names
 
 
 def test_the_sentences_are_the_first_column_of_the_corpus(tmp_path):

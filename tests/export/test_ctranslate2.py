@@ -9,7 +9,6 @@ import os
 import sys
 
 import ctranslate2
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
