@@ -1,12 +1,15 @@
-"""The eole comparison's parts that need no eole: its config, its clock and its checks.
-The whole comparison, eole included, is tests/test_docs.py's test_eole_peer_command."""
+"""The eole comparison: its parts that need no eole (its config, its clock and
+its checks), then the benchmark page's command, eole included, where eole is installed."""
 
 import dataclasses
+import itertools
 import json
 import math
 import os
+import re
+import shutil
+import signal
 import sys
-import time
 
 import pytest
 
@@ -16,6 +19,7 @@ from keras_transformer.config import RunConfig
 from keras_transformer.modeling import presets
 from keras_transformer.training import budget
 from tests.conftest import run_entry_point, write_tsv
+from tests.helpers.docs import bash, docs_command, make_checkout
 
 
 # eole's WMT17 English-German recipe (eole-nlp/eole, recipes/wmt17/wmt17_ende_spm.yaml), as its file
@@ -217,24 +221,32 @@ def test_this_runs_target_tokens_are_counted_without_padding(tmp_path, tokenizer
 
 
 def test_run_until_stops_a_command_at_its_deadline_and_lets_a_quick_one_end(tmp_path):
+    """On a clock that stands still until the command has written its first line, then reads past the deadline:
+    the command is stopped (SIGTERM); a command that ends first keeps its own code. One log, appended."""
     log = str(tmp_path / "log")
-    start = time.monotonic()
+
+    def clock():
+        return 10.0 if "up" in open(log, encoding="utf-8").read() else 0.0
+
     code, stopped = eole_peer.run_until([sys.executable, "-c", "import time; print('up', flush=True); "
-                                         "time.sleep(60)"], start + 2.0, log)
-    assert stopped and code != 0 and 2.0 <= time.monotonic() - start < 20
-    code, stopped = eole_peer.run_until([sys.executable, "-c", "import sys; print('done'); sys.exit(3)"],
-                                        time.monotonic() + 60, log)
+                                         "time.sleep(600)"], 5.0, log, clock=clock)
+    assert (code, stopped) == (-signal.SIGTERM, True)
+    code, stopped = eole_peer.run_until([sys.executable, "-c", "import sys; print('done'); sys.exit(3)"], 5.0, log,
+                                        clock=lambda: 0.0)
     assert (code, stopped) == (3, False)
-    assert open(log, encoding="utf-8").read().split() == ["up", "done"]  # one log, appended
+    assert open(log, encoding="utf-8").read().split() == ["up", "done"]
 
 
 def test_run_until_reports_the_time_left_while_the_command_runs(tmp_path):
-    left = []
-    deadline = time.monotonic() + 30
-    code, stopped = eole_peer.run_until([sys.executable, "-c", "import time; time.sleep(3)"], deadline,
-                                        str(tmp_path / "log"), report=left.append, every=0.5)
+    """On a clock a second later at each reading: the reports are the deadline less a reading, at least
+    `every` seconds apart."""
+    readings, left = itertools.count(), []
+    code, stopped = eole_peer.run_until([sys.executable, "-c", "import time; time.sleep(2)"], 10_000,
+                                        str(tmp_path / "log"), clock=lambda: float(next(readings)),
+                                        report=left.append, every=5)
     assert (code, stopped) == (0, False)
-    assert len(left) >= 2 and left == sorted(left, reverse=True) and all(20 < s < 30 for s in left)
+    assert len(left) >= 2 and all(s == int(s) and 0 < s < 10_000 for s in left)
+    assert all(earlier - later >= 5 for earlier, later in zip(left, left[1:]))
 
 
 def test_the_lines_given_to_eole_are_one_per_sentence(tmp_path):
@@ -505,3 +517,65 @@ def test_a_record_is_reused_only_on_the_inputs_it_was_made_of(tmp_path):
     assert eole_peer.reusable(path, {"a": 1, "b": (1.5, "y")}) is None
     assert eole_peer.reusable(path, {"a": 1}) is None
     assert not os.path.exists(path + ".tmp")
+
+
+EOLE = os.environ.get("KT_TEST_EOLE") or shutil.which("eole")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not EOLE, reason="eole is not installed (it needs torch, which CI does not install). To run "
+                    "this test: python -m venv eole-venv && eole-venv/bin/pip install torch==2.13.0 eole==0.6.4 "
+                    "aiohttp, then KT_TEST_EOLE=eole-venv/bin/eole python -m pytest -k eole_peer_command")
+def test_eole_peer_command(tmp_path, small_corpus):
+    """The benchmark page's comparison with eole, on 600 built-in pairs and a
+    4-minute budget a run (this package once, eole's probe, then its three
+    to five learning rates): both sides train, translate the same test sentences, and
+    the printed scores and ratios are those of the files; eole's printed
+    updates are its chosen checkpoint's, the lowest validation perplexity of
+    its runs."""
+    import sacrebleu
+
+    checkout = make_checkout(tmp_path)
+    command = docs_command(r"^python scripts/benchmark\.py --peer-eole ")
+    eole = re.search(r"--peer-eole (\S+)", command).group(1)
+    os.makedirs(os.path.dirname(checkout / eole))
+    os.symlink(os.path.abspath(EOLE), checkout / eole)
+    train, test = small_corpus
+    write_tsv(checkout / re.search(r"--dataset (\S+)", command).group(1), train[:600])
+    write_tsv(checkout / re.search(r"--test (\S+)", command).group(1), test[:20])
+    out = bash(checkout, command, timeout=2400,
+               KT_TEST_SCALE=json.dumps({"benchmark.py": ["--time-budget", "4"]})).stdout
+    # While eole trains (4 minutes a run here), its progress every minute.
+    assert len(re.findall(r"^eole: training, (?:\d+ updates saved|no checkpoint yet), \d+\.\d minutes left$", out,
+                          re.M)) >= 6
+    sides = dict((name, (float(bleu), float(chrf), int(updates))) for name, bleu, chrf, updates in re.findall(
+        r"^peer (\S+) +test sacreBLEU +(\d+\.\d\d)  chrF +(\d+\.\d\d) +(\d+) updates in", out, re.M))
+    assert list(sides) == ["keras_transformer", "eole"]
+    references = [t for _, t in test[:20]]
+    for name, folder in (("keras_transformer", "ours"), ("eole", "eole")):
+        hypotheses = open(checkout / "runs" / "eole_peer" / folder / "test.hypotheses.txt",
+                          encoding="utf-8").read().splitlines()
+        assert len(hypotheses) == 20
+        assert sides[name][0] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
+        assert sides[name][1] == round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2)
+    choice = json.loads((checkout / "runs" / "eole_peer" / "eole" / "choice.json").read_text(encoding="utf-8"))
+    assert choice["compute_dtype"] in ("bf16", "fp32")
+    # The sweep, then a rate beyond its end for as long as the best rate was at one.
+    factors = [run["factor"] for run in choice["runs"]]
+    sweep = len(eole_peer.LEARNING_RATE_SWEEP)
+    assert tuple(factors[:sweep]) == eole_peer.LEARNING_RATE_SWEEP
+    for done in range(sweep, len(factors) + 1):
+        assert eole_peer.next_rate_factor(choice["runs"][:done]) == (factors[done] if done < len(factors) else None)
+    validated = [run for run in choice["runs"] if run["perplexity"] is not None]
+    best = min(validated, key=lambda run: run["perplexity"])
+    assert sides["eole"][2] == best["chosen"] > 0
+    ratio = r"(\d+\.\d\dx|undefined \(eole: 0\))"
+    line = re.search(rf"^peer keras_transformer / eole sacreBLEU: {ratio}(?: \(eole below 5 BLEU: not a meaningful "
+                     rf"ratio\))?  chrF: {ratio}  \(nrefs", out, re.M)
+    for (ours_score, eole_score), printed in zip(((sides["keras_transformer"][0], sides["eole"][0]),
+                                                   (sides["keras_transformer"][1], sides["eole"][1])), line.groups()):
+        if eole_score:
+            assert float(printed[:-1]) == pytest.approx(ours_score / eole_score, abs=0.01)
+        else:
+            assert printed == "undefined (eole: 0)"
+    assert "\nStill unequal: " in out

@@ -58,11 +58,19 @@ def test_evaluate_prints_sacrebleu_of_the_written_hypotheses(tiny_run_dir, tmp_p
 
 
 def test_export_script_writes_the_next_version(tiny_run_dir, tmp_path):
+    """Each export is a new version beside the last, recording the decoding flags it was given (else the
+    run's) and the package version."""
+    import keras_transformer
+    from keras_transformer.export import settings
+
     base = str(tmp_path / "m")
-    for version in ("1", "2"):
-        result = script("export", "--model-dir", tiny_run_dir, "--output", base)
+    for version, flags, (beam, alpha) in (("1", [], (4, 0.6)), ("2", ["--beam-size", "2", "--alpha", "1.0"], (2, 1.0))):
+        result = script("export", "--model-dir", tiny_run_dir, "--output", base, *flags)
         assert result.returncode == 0, result.stderr[-2000:]
         assert result.stdout.strip() == os.path.join(base, version)
+        recorded = settings.read_settings(os.path.join(base, version, "assets"))
+        assert (recorded["beam_size"], recorded["alpha"]) == (beam, alpha)
+        assert recorded["keras_transformer_version"] == keras_transformer.__version__
     missing = script("export", "--model-dir", str(tmp_path / "nothing"), "--output", base)
     assert missing.returncode == 1 and "run_config.json" in missing.stderr
 

@@ -47,3 +47,26 @@ def test_misaligned_files_and_bad_flags_are_named(files, tmp_path, capsys):
         cli.mix_backtranslation_main(["--synthetic", f"{files['synthetic']},{short}", "--real", real,
                                       "--output", f"{tmp_path}/a,{tmp_path}/b"])
     assert exit_info.value.code == 1 and "must be line-aligned" in capsys.readouterr().err
+
+
+def test_the_held_out_pairs_are_the_real_corpus_drawn_ones(tmp_path, capsys):
+    """With --held-out, the mix's validation and test files are the pairs a run on the real corpus holds out,
+    which are the reverse run's (on TARGET,SOURCE) swapped, with no synthetic pair among them."""
+    from keras_transformer.data.local_corpus import LocalCorpus
+
+    real = [(f"source {i} words", f"Ziel {i} Wörter") for i in range(400)]
+    real_en, real_de = write(tmp_path / "r.en", [s for s, _ in real]), write(tmp_path / "r.de", [t for _, t in real])
+    synthetic = write(tmp_path / "s.en", ["source 3 words", "other"])  # a synthetic copy of a real source
+    mono = write(tmp_path / "m.de", ["Ziel 3 Wörter", "anders"])
+    prefix = str(tmp_path / "real")
+    code = cli.mix_backtranslation_main(["--synthetic", f"{synthetic},{mono}", "--real", f"{real_en},{real_de}",
+                                         "--output", f"{tmp_path}/x.en,{tmp_path}/x.de", "--tag",
+                                         "--held-out", prefix])
+    out = capsys.readouterr().out
+    assert code == 0 and f"10 validation pairs in {prefix}.validation.tsv, 10 test pairs in {prefix}.test.tsv" in out
+    reverse_run = LocalCorpus(f"{real_de},{real_en}")
+    for split in ("validation", "test"):
+        written = [tuple(line.split("\t")) for line in open(f"{prefix}.{split}.tsv", encoding="utf-8").read()
+                   .splitlines()]
+        assert written == [(s, t) for t, s in reverse_run.split(split)]
+        assert len(written) == 10 and set(written) <= set(real)  # 2.5% of 400

@@ -1,7 +1,11 @@
 """Translating with an exported CTranslate2 directory, from Python and from the scripts."""
 
+import ast
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -14,6 +18,7 @@ from keras_transformer.export import ctranslate2 as ctranslate2_export
 from keras_transformer.export import loading
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator, is_ctranslate2_model
 from tests.conftest import load_config, run_entry_point
+from tests.helpers.docs import bash, docs_block, docs_command, make_checkout
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +152,43 @@ def test_forced_prefixes_agree_with_ctranslate2_target_prefix(trained_run, sente
     np.testing.assert_allclose(got.scores[~differ, 0], expected.scores[~differ, 0], atol=1e-3)
     with pytest.raises(ValueError, match="no lexically constrained search"):
         theirs.translate(sentences[:1], constraints=[["Uhr"]])
+
+
+def test_ctranslate2_commands(tmp_path, trained_tiny_run):
+    """The CTranslate2 section on a trained tiny run in the main job's place:
+    the export command writes the directory the translate command and the
+    Python block use, and both print the same translation, which is the one
+    CTranslate2 gives with the run's own decoding settings."""
+    from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
+
+    checkout = make_checkout(tmp_path)
+    shutil.copytree(trained_tiny_run, checkout / "runs" / "numerals_en_de-small")
+    export = docs_command(r"^python scripts/export\.py .*--format ctranslate2")
+    output = re.search(r"--output (\S+)", export).group(1)
+    assert bash(checkout, export).stdout.strip() == output
+    command = docs_command(r"^echo .* \| python scripts/translate\.py --model ct2_models/")
+    assert f"--model {output}" in command
+    printed = bash(checkout, command).stdout
+    sentence = re.match(r'^echo "(.*)" \|', command).group(1)
+    (expected,), _ = CTranslate2Translator(str(checkout / output)).translate_batch([sentence])
+    assert printed == expected + "\n" and expected
+
+    # The block ranks with CTranslate2's own length penalty (length ** alpha), not the run's, so its translation
+    # is CTranslate2's at the block's settings, which can differ from the one above on another CPU's int8 kernels.
+    import ctranslate2
+    import sentencepiece
+
+    block = docs_block("ctranslate2.Translator(")
+    assert f'"{output}"' in block and f'"{output}/sentencepiece.model"' in block and sentence in block
+    compute_type = re.search(r'compute_type="(\w+)"', block).group(1)
+    options = {name: float(value) if "." in value else int(value) for name, value in
+               re.findall(r"(beam_size|length_penalty|min_decoding_length)=([\d.]+)", block)}
+    assert set(options) == {"beam_size", "length_penalty", "min_decoding_length"}
+    pieces = sentencepiece.SentencePieceProcessor(model_file=str(checkout / output / "sentencepiece.model"))
+    (own,) = ctranslate2.Translator(str(checkout / output), compute_type=compute_type).translate_batch(
+        pieces.encode([sentence], out_type=str), **options)
+    own_translation = pieces.decode(own.hypotheses[0])
+    result = subprocess.run([sys.executable, "-c", block], cwd=checkout, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == [own_translation] and own_translation

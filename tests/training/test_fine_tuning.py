@@ -1,3 +1,5 @@
+import shutil
+
 import h5py
 import numpy as np
 import pytest
@@ -7,6 +9,7 @@ from keras_transformer.config import RunConfig
 from keras_transformer.run_dir import RunDir
 from keras_transformer.training import fine_tuning, recipe
 from tests.conftest import run_entry_point, weights_by_name, write_tsv
+from tests.helpers.docs import docs_block
 
 
 def test_a_fine_tuning_run_starts_from_the_runs_weights_and_vocabulary_with_a_fresh_optimizer(
@@ -59,3 +62,46 @@ def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_nam
         fine_tuning.check_compatible(trained_tiny_run, trained_tiny_run,
                                      {"preset": "tiny", "norm_first": None, "vocab_size": 500,
                                       "encoder_layers": None, "decoder_layers": None})
+
+
+def test_fine_tuning_block(tiny_run_dir, tmp_path, monkeypatch, capsys):
+    """The training page's block, in a checkout after the main job: the run
+    restored, 40 updates on the block's own pairs lower their loss below the
+    run's, its batches are shifted by one, the translator prints what the
+    block's beam search finds, and the weights it saves reload to the same model."""
+    import tensorflow as tf
+
+    import keras_transformer as kt
+    from keras_transformer.data.tokenizer import BOS_ID, EOS_ID
+    from keras_transformer.decoding import restore
+
+    shutil.copytree(tiny_run_dir, tmp_path / "runs" / "numerals_en_de-small")  # the main job's run, here tiny
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(docs_block("decoding.greedy_search"), namespace)  # noqa: S102
+    model, tokenizer = namespace["model"], namespace["tokenizer"]
+    assert int(model.optimizer.iterations) == 40
+    (source, target_in), target_out = next(iter(namespace["batches"]))
+    assert source.dtype == target_in.dtype == target_out.dtype == tf.int32
+    # The decoder input is BOS + target and the output target + EOS: shifted by one.
+    assert np.all(np.asarray(target_in[:, 0]) == BOS_ID)
+    shifted = np.asarray(target_out[:, :-1])
+    np.testing.assert_array_equal(np.where(shifted == EOS_ID, 0, shifted), target_in[:, 1:])
+
+    loss = kt.LabelSmoothedCrossEntropy(label_smoothing=0.1)
+    _, before, _ = restore.restore(str(tmp_path / "runs" / "numerals_en_de-small"))
+    tuned_loss = float(loss(target_out, model((source, target_in), training=False)))
+    run_loss = float(loss(target_out, before((source, target_in), training=False)))
+    assert tuned_loss < 0.8 * run_loss, (tuned_loss, run_loss)
+
+    ids, scores = namespace["ids"], namespace["scores"]  # the beam search's (it reassigns `ids`)
+    source_length = namespace["source_ids"].shape[1]
+    assert ids.shape[:2] == (1, 1) and ids.shape[2] <= source_length + 50 and ids.dtype == tf.int32
+    assert scores.shape == (1, 1) and np.all(np.asarray(scores) <= 0)
+    beam_text = tokenizer.detokenize(ids[:, 0]).numpy()[0].decode("utf-8")
+    assert capsys.readouterr().out.splitlines()[-1] == str([beam_text])  # the run's decoding: beam 4, alpha 0.6
+
+    _, reloaded, _ = restore.restore(str(tmp_path / "runs" / "numerals_en_de-small"),
+                                     weights=str(tmp_path / "fine_tuned.weights.h5"))
+    np.testing.assert_allclose(reloaded((source, target_in), training=False),
+                               model((source, target_in), training=False), rtol=1e-5, atol=1e-5)

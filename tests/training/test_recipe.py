@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.test_docs import PAGES, bash, docs_block, docs_command, docs_table, make_checkout, page_text
+from tests.helpers.docs import PAGES, bash, docs_block, docs_command, docs_table, make_checkout, page_text
 
 
 # Sentence-level exact match on the 1,000 test sentences that the default run must reach (issue 12).
