@@ -2,14 +2,15 @@
 
 The suite runs on two pytest-xdist workers (`-n 2` in pyproject.toml): most
 tests drive tiny models from one Python thread, so a second worker uses the
-second core (1.9 cores busy on average over a whole run on 2 cores). The
-longest test, the main job (25 minutes alone on a 2-core CPU, about 40
-beside the other worker), is marked `first` and started first
+second core. The longest test, the main job (a quarter of the suite's
+test time), is marked `first` and started first
 (`pytest_collection_modifyitems`), so that one worker trains it while the
-other works through the rest.
+other works through the rest. Expensive setups that tests only read are
+built once for both workers (`built_once`).
 """
 
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
@@ -36,7 +37,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `first` run before the rest, in their collected order (a stable sort)."""
+    """Tests marked `first` run before the rest, in their collected order (a
+    stable sort). A test of the trained tiny run (`trained_tiny_run`) is slow:
+    the first to ask for it trains it."""
+    for item in items:
+        if "trained_tiny_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.get_closest_marker("first") is None)
 
 
@@ -201,22 +207,43 @@ def translator(tiny_run_dir):
     return restore.make_translator(config.decoding, model, tokenizer)
 
 
+def built_once(tmp_path_factory, name, build):
+    """The folder `name` that `build(folder)` fills, built by the first
+    pytest-xdist worker that asks for it and shared by all: the workers'
+    temporary folders have one parent, where a lock file makes the others
+    wait for the first. Tests must only read it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def trained_tiny_run(tmp_path_factory, small_corpus):
     """A float32 tiny run trained by `trainer.train` for 400 updates on the
-    small corpus. Its translations end on EOS well before the length limit,
-    so engines that differ only in how they stop at the limit must agree."""
+    small corpus, once for all workers (`built_once`). Its translations end
+    on EOS well before the length limit, so engines that differ only in how
+    they stop at the limit must agree."""
     from keras_transformer.config import RunConfig
     from keras_transformer.training import recipe
 
-    directory = tmp_path_factory.mktemp("trained_run")
-    train, test = small_corpus
-    config = RunConfig(dataset=write_tsv(directory / "corpus.tsv", train + test[:40]), preset="tiny",
-                       vocab_size=500, max_length=32, steps=400, checkpoint_every=400, batch_tokens=1024,
-                       warmup_steps=100, learning_rate_scale=2.0, precision="float32",
-                       model_dir=str(directory / "run"), export_dir="")
-    recipe.train(config, verbose=0)
-    return config.model_dir
+    def build(directory):
+        train, test = small_corpus
+        config = RunConfig(dataset=write_tsv(directory / "corpus.tsv", train + test[:40]), preset="tiny",
+                           vocab_size=500, max_length=32, steps=400, checkpoint_every=400, batch_tokens=1024,
+                           warmup_steps=100, learning_rate_scale=2.0, precision="float32",
+                           model_dir=str(directory / "run"), export_dir="")
+        recipe.train(config, verbose=0)
+
+    return str(built_once(tmp_path_factory, "trained_run", build) / "run")
 
 
 def run_entry_point(main, argv, capsys, stdin=None, monkeypatch=None):

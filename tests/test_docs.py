@@ -309,6 +309,7 @@ def trained_checkout(tmp_path_factory, tiny_run_dir):
 SENTENCES = ["It is half past seven.", "three hundred twenty-one", "Yesterday, my brother bought two apples."]
 
 
+@pytest.mark.slow
 def test_load_translator_block(trained_checkout, translator, monkeypatch, capsys):
     """The block, in a checkout after the main job: the run's translations and scores."""
     monkeypatch.chdir(trained_checkout)
@@ -323,6 +324,7 @@ def test_load_translator_block(trained_checkout, translator, monkeypatch, capsys
     assert printed[0] == str(expected.best)
 
 
+@pytest.mark.slow
 def test_serving_commands(trained_checkout, translator):
     from tests.helpers.serving_double import ServingDouble
 

@@ -432,6 +432,7 @@ elif args[0] == "predict":
 '''
 
 
+@pytest.mark.slow
 def test_eoles_side_chooses_its_length_penalty_and_a_second_call_reuses_what_the_first_finished(
         capsys, tmp_path, tokenizer_path, small_corpus):
     """eole's side end to end on a stand-in eole: build_vocab, a probe, the

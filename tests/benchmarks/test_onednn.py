@@ -39,6 +39,7 @@ def test_every_script_turns_onednn_on_before_tensorflow_loads_and_keeps_a_value_
     assert {name: value for name, value in settings.items() if value != "1"} == {"make_reference.py": "0"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", onednn.SETTINGS)
 def test_a_child_runs_with_its_setting_and_measures_both_rates(setting):
     figures = onednn.measure_in_child(setting, "tiny", 300, 256, 8, 2, 2, 5)

@@ -7,6 +7,7 @@ import pytest
 from keras_transformer.benchmarks import speed
 
 
+@pytest.mark.slow
 def test_steps_per_execution_reports_both_rates_and_their_ratio():
     lines = []
     figures = speed.steps_per_execution_figures(("tiny",), vocab_size=300, batch_tokens=256, length=16, steps=3,

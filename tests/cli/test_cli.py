@@ -24,6 +24,7 @@ def script(name, *args, stdin=None):
     return result
 
 
+@pytest.mark.slow
 def test_translate_reads_stdin_or_a_file_from_a_model_dir_or_a_saved_model(tiny_run_dir, translator, tmp_path):
     expected = translator.translate(SENTENCES, progress=False).best
     from_dir = script("translate", "--model", tiny_run_dir, stdin="\n".join(SENTENCES) + "\n")
@@ -57,6 +58,7 @@ def test_evaluate_prints_sacrebleu_of_the_written_hypotheses(tiny_run_dir, tmp_p
     assert lines[2] == f"hypotheses: {output}"
 
 
+@pytest.mark.slow
 def test_export_script_writes_the_next_version(tiny_run_dir, tmp_path):
     """Each export is a new version beside the last, recording the decoding flags it was given (else the
     run's) and the package version."""
@@ -75,6 +77,7 @@ def test_export_script_writes_the_next_version(tiny_run_dir, tmp_path):
     assert missing.returncode == 1 and "run_config.json" in missing.stderr
 
 
+@pytest.mark.slow
 def test_plot_attention_writes_one_png_per_layer(tiny_run_dir, tmp_path):
     result = script("plot_attention", "--model-dir", tiny_run_dir, "--sentence", SENTENCES[0],
                     "--output-dir", str(tmp_path / "att"))
@@ -100,6 +103,7 @@ def test_every_script_explains_its_flags(name):
         assert len(entry.split()) >= 2, f"{name}: {flag} has no help"
 
 
+@pytest.mark.slow
 def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(small_corpus, tmp_path, tiny_run_dir):
     from tests.conftest import write_tsv
 
@@ -135,22 +139,33 @@ def test_inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message(smal
     assert unknown.returncode == 1 and "Unknown dataset 'no_such_corpus_xyz'" in unknown.stderr
 
 
-def test_benchmark_figures_are_consistent(small_corpus, tmp_path):
-    from keras_transformer.benchmarks import speed as benchmark
+@pytest.mark.slow
+def test_benchmark_figures_are_consistent(small_corpus, tmp_path, capsys):
+    """`benchmark.py`'s speed mode at a tiny scale: the ratios it records are those of its figures."""
+    import json
+
+    from keras_transformer import cli
     from tests.conftest import write_tsv
 
     train, _ = small_corpus
     corpus = write_tsv(tmp_path / "c.tsv", train[:400])
-    lines = []
-    figures = benchmark.run_benchmark(preset="tiny", vocab_size=300, batch_tokens=256, length=16, train_steps=1,
-                                      decode_batch=2, output_length=6, corpus=corpus, engines_batch=4,
-                                      report=lines.append)
+    code, out, err = run_entry_point(cli.benchmark_main, [
+        "--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "256", "--length", "16", "--train-steps", "1",
+        "--decode-batch", "2", "--output-length", "6", "--corpus", corpus, "--engines-batch", "4",
+        "--record", str(tmp_path / "records")], capsys)
+    assert code == 0, err
+    (path,) = (tmp_path / "records").iterdir()
+    record = json.loads(path.read_text())
+    figures = record["figures"]
+    assert record["kind"] == "speed" and figures["preset"] == "tiny" and record["corpus"]["padding_corpus"] == corpus
     assert figures["decode_cached_vs_uncached"] == pytest.approx(
         figures["decode_cached_sentences_per_s"] / figures["decode_uncached_sentences_per_s"])
     assert figures["float32_vs_keras_hub"] == pytest.approx(
         figures["train_float32_tokens_per_s"] / figures["train_keras_hub_float32_tokens_per_s"])
     assert 0 < figures["naive_padding_efficiency"] < figures["padding_efficiency"] <= 1
-    assert len(lines) == 13 and lines[7].startswith("5. padding efficiency")
+    lines = [line for line in out.splitlines() if re.match(r"^\d\. ", line)]
+    assert [line[:2] for line in lines] == ["1.", "2.", "2.", "2.", "3.", "4.", "5."] + ["6."] * 5
+    assert lines[6].startswith("5. padding efficiency") and f"Record written to {path}" in out
     best = max(figures["decode_ours_float32_tokens_per_s"], figures["decode_ours_mixed_bfloat16_tokens_per_s"])
     assert figures["ours_best_vs_ctranslate2_float32"] == pytest.approx(
         best / figures["decode_ctranslate2_float32_tokens_per_s"])
@@ -185,6 +200,7 @@ def test_translate_n_best_writes_ranked_tsv(tiny_run_dir, capsys, monkeypatch):
     assert code == 1 and "n_best must be in [1, beam_size=4]; got 5" in err
 
 
+@pytest.mark.slow
 def test_translate_sampling_is_seeded_and_cold_sampling_is_greedy(tiny_run_dir, capsys, monkeypatch):
     from keras_transformer import cli
 
@@ -278,6 +294,7 @@ def test_score_prints_beam_search_scores_of_its_own_translations(trained_tiny_ru
     assert code == 1 and f"{pairs}:2: expected source<TAB>target; got 1 field(s)." in err
 
 
+@pytest.mark.slow
 def test_exported_n_best_signature_has_a_hypothesis_axis(tiny_run_dir, translator, tmp_path, capsys):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
@@ -321,6 +338,7 @@ def test_precision_is_a_choice_for_training_directories_only(tiny_run_dir, train
     assert code == 1 and "its precision was fixed at export" in err
 
 
+@pytest.mark.slow
 def test_translate_and_evaluate_take_the_decoding_guards(tiny_run_dir, capsys, monkeypatch, tmp_path):
     from keras_transformer import cli
 

@@ -94,6 +94,7 @@ def test_a_phrase_that_cannot_fit_gives_the_best_output_at_the_limit(model):
     assert np.all(np.isfinite(scores)) and np.all(scores > -1e8)
 
 
+@pytest.mark.slow
 def test_forced_prefix_is_greedy_search_after_the_prefix_at_beam_1(model):
     prefix = [[11, 12, 13], [14], [], [15, 16]]
     padded = np.zeros((4, 3), np.int32)

@@ -23,6 +23,7 @@ def bfloat16_run(tmp_path_factory, small_corpus):
     return config.model_dir
 
 
+@pytest.mark.slow
 def test_a_run_restores_in_the_precision_it_trained_in_wherever_it_is_restored(bfloat16_run, monkeypatch):
     assert RunDir(bfloat16_run).load_config().precision == "mixed_bfloat16"  # recorded, not "auto"
     # On a machine where auto means float32, the run still computes as it trained.
@@ -45,6 +46,7 @@ def test_a_run_from_before_the_record_is_resolved_here_with_a_note(bfloat16_run,
     assert "does not record the precision" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_pre_norm_run_trains_and_restores_with_its_final_layer_norms(small_corpus, tmp_path):
     """norm_first is a setting of the run: the trainer builds the blocks it
     names, and restoring builds them again, so the checkpoint's two final

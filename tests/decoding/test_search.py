@@ -255,6 +255,7 @@ def test_an_ensemble_of_one_is_the_model(model):
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_an_ensemble_of_two_copies_is_the_model(model):
     """Two members with their own caches but equal weights: the mean of equal
     probabilities is that probability, so every search and score is unchanged."""
@@ -314,6 +315,7 @@ def test_the_compiled_search_cache_frees_a_model_nobody_else_holds():
     assert freed() is None
 
 
+@pytest.mark.slow
 def test_a_dead_ensemble_member_is_never_mistaken_for_a_new_model():
     import gc
     import weakref

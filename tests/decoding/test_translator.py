@@ -63,6 +63,7 @@ def test_bad_constraints_and_prefixes_raise_naming_the_sentence(translator):
     assert empty.texts == plain.texts and (empty.scores == plain.scores).all()
 
 
+@pytest.mark.slow
 def test_a_new_alpha_translates_as_a_new_translator_without_a_retrace(tiny_run_dir):
     """The model choice tries several length penalties with one Translator
     (`recipe.choose_length_penalty`): setting `alpha` gives what a Translator

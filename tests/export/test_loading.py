@@ -27,6 +27,7 @@ def sentences(small_corpus):
     return [source for source, _ in test[40:100]]
 
 
+@pytest.mark.slow
 def test_every_kind_of_model_folder_gives_the_same_methods_result_types_and_scores(folders, sentences):
     """The run folder, an ensemble of it with itself, its SavedModel and its
     CTranslate2 export translate through `translate` and `__call__` alike, and

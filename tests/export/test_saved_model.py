@@ -47,6 +47,7 @@ def test_layout_is_base_slash_version_with_the_vocabulary_asset(exported, transl
                         "keras_transformer_version": keras_transformer.__version__}
 
 
+@pytest.mark.slow
 def test_a_fresh_process_with_only_tensorflow_and_text_translates_the_same(exported, translator):
     script = (
         "import json, sys, tensorflow as tf, tensorflow_text\n"
@@ -108,6 +109,7 @@ def test_translate_ids_signature_equals_in_process_beam_search(exported, transla
     np.testing.assert_allclose(out["scores"], scores[:, 0], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_bad_input_has_defined_results_and_never_disturbs_its_neighbours(exported, translator):
     serve = tf.saved_model.load(exported).signatures["serving_default"]
     long_sentence = " ".join(["seven"] * 10000)
@@ -130,6 +132,7 @@ def test_bad_input_has_defined_results_and_never_disturbs_its_neighbours(exporte
     assert tuple(empty["scores"].shape) == (0,)
 
 
+@pytest.mark.slow
 def test_each_export_gets_the_next_version(tiny_run_dir, tmp_path):
     config, model, tokenizer = restore.restore(tiny_run_dir)
     translator = restore.make_translator(config.decoding, model, tokenizer, beam_size=1, alpha=0.0)
@@ -150,6 +153,7 @@ def test_a_failed_export_leaves_no_partial_folder(translator, tmp_path, monkeypa
     assert settings.next_version(str(tmp_path / "base")) == 1
 
 
+@pytest.mark.slow
 def test_constrained_signature_equals_the_translator_on_100_sentences(exported, translator, small_corpus):
     _, test = small_corpus
     sentences = [source for source, _ in test[:100]]
@@ -176,6 +180,7 @@ def test_constrained_signature_equals_the_translator_on_100_sentences(exported, 
     assert sum(p != "" and t.startswith(p) for t, p in zip(served, prefixes)) == sum(p != "" for p in prefixes)
 
 
+@pytest.mark.slow
 def test_session_loader_serves_constraints_and_a_bad_sentence_never_fails_its_batch(exported, translator):
     # Phrases that tokenize to nothing and more phrases than the beam holds have defined answers.
     constraints = ["Uhr", " \t ", "\t".join(["eins", "zwei", "drei", "vier", "fünf", "sechs"]), ""]
@@ -197,6 +202,7 @@ def test_session_loader_serves_constraints_and_a_bad_sentence_never_fails_its_ba
     assert all(word in served[2] for word in ("eins", "zwei", "drei", "vier"))
 
 
+@pytest.mark.slow
 def test_a_run_of_unequal_depths_restores_and_serves_as_it_was_built(tokenizer_path, small_corpus, tmp_path):
     """--encoder-layers 3 --decoder-layers 1 reach the run folder, the restored model and the SavedModel."""
     (tmp_path / "run").mkdir()

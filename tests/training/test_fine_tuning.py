@@ -64,6 +64,7 @@ def test_preset_and_vocabulary_come_from_the_run_and_contradicting_flags_are_nam
                                       "encoder_layers": None, "decoder_layers": None})
 
 
+@pytest.mark.slow
 def test_fine_tuning_block(tiny_run_dir, tmp_path, monkeypatch, capsys):
     """The training page's block, in a checkout after the main job: the run
     restored, 40 updates on the block's own pairs lower their loss below the

@@ -377,3 +377,38 @@ def test_the_model_choice_times_its_decodes_after_the_one_that_traces():
     assert timer.seconds_per_sentence == 0.5
     timer(["a", "b", "c", "d"])
     assert timer.seconds_per_sentence == 0.75
+
+
+def test_the_length_penalty_is_tried_as_the_translators_own_until_the_guard_says_no(tmp_path, tokenizer_path,
+                                                                                   small_corpus, capsys):
+    """`choose_length_penalty` decodes each further alpha with the run's one
+    Translator set to it; the guard's first False leaves the rest untried and
+    says so; the translator and the run's config end at the chosen alpha."""
+    from keras_transformer.decoding import evaluation, restore
+    from keras_transformer.run_dir import RunDir
+    from keras_transformer.training import model_choice, recipe
+    from tests.conftest import make_tiny_run_dir
+
+    run_dir = RunDir(make_tiny_run_dir(tmp_path, tokenizer_path, small_corpus))
+    config, model, tokenizer = restore.restore(run_dir.path)
+    translator = restore.make_translator(config.decoding, model, tokenizer, alpha=model_choice.ALPHAS[0])
+    _, test = small_corpus
+    sentences, references = [s for s, _ in test[:6]], [t for _, t in test[:6]]
+    first = evaluation.score(translator.translate(sentences, progress=False).best, references)
+    first = {k: first[k] for k in ("bleu", "chrf", "exact_match")}
+    choice = model_choice.ModelChoice("last", run_dir.checkpoints()[-1], {"last": first}, len(sentences))
+    decoded_at, translate = [], translator.translate
+
+    def translate_noting_alpha(*args, **kwargs):
+        decoded_at.append(translator.alpha)
+        return translate(*args, **kwargs)
+
+    translator.translate = translate_noting_alpha
+    answers = iter([True, False])
+    config, chosen = recipe.choose_length_penalty(config, run_dir, recipe.DecodeTimer(translator), choice, sentences,
+                                                  references, worth_trying=lambda: next(answers))
+    assert decoded_at == [0.8] and list(chosen.alpha_scores) == ["0.6", "0.8"]
+    assert chosen.alpha_scores["0.6"] == first
+    assert chosen.alpha == model_choice.best_alpha({0.6: first, 0.8: chosen.alpha_scores["0.8"]})
+    assert translator.alpha == config.alpha == run_dir.load_config().alpha == chosen.alpha
+    assert "  alpha 1, 1.2 not tried: the time budget keeps the rest" in capsys.readouterr().out

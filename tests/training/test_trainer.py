@@ -58,6 +58,7 @@ def run_updates(batches, grad_accum):
     return model, {w.path.split("/", 1)[1]: np.asarray(w) for w in model.weights}
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_equals_one_step_on_the_concatenation():
     rng = np.random.default_rng(1)
     # Four micro-batches of different shapes and padding, each with 12 real target tokens.
@@ -81,6 +82,7 @@ def test_gradient_accumulation_equals_one_step_on_the_concatenation():
     assert compared > 30
 
 
+@pytest.mark.slow
 def test_unknown_choices_exit_2_and_list_the_valid_ones():
     result = subprocess.run([sys.executable, TRAIN_SCRIPT, "--precision", "float8"], capture_output=True, text=True)
     assert result.returncode == 2
@@ -169,6 +171,7 @@ def test_a_killed_run_resumes_from_its_backup_and_finishes_at_the_requested_step
     assert seconds == sorted(seconds)  # the resumed run continued the clock
 
 
+@pytest.mark.slow
 def test_a_run_raises_none_of_the_warnings_keras_gives_about_tf_data_inputs(small_corpus, tmp_path, monkeypatch):
     """Keras warns that `shuffle=True` is ignored on a tf.data input, and that
     "your input ran out of data; interrupting training" when its first pass
@@ -218,6 +221,7 @@ def test_dropout_is_the_presets_unless_the_run_sets_it():
     assert rates(build_model(RunConfig(preset="tiny", precision="float32", dropout=0.25), 29)) == {0.25, 0.0}
 
 
+@pytest.mark.slow
 def test_mixed_float16_gets_dynamic_loss_scaling_and_trains():
     config = RunConfig(preset="tiny", precision="mixed_float16", warmup_steps=10)
     model = trainer.compile_model(build_model(config, 29), config.training)
