@@ -1,12 +1,10 @@
 """The documentation, checked: README.md and every page of docs/.
 
-Every `python scripts/NAME.py` command parses with its script's own parser, and each command and
-Python block has one test that runs it, or the behaviour it shows: here where nothing else covers it,
-else the named test of the module it exercises. Commands run in a folder laid out like a user's
-checkout (tests/helpers/docs.py), whose `python` is tests/helpers/docs_python.py: it mocks tfds
-datasets, splits the CPU for `--strategy mirrored`, and scales paper-sized runs down. `docker run` is
-checked rather than run: there is no Docker engine here. `test_every_docs_command_and_block_is_run`
-fails when a page gains a command or block that no test owns, or names a test that does not exist.
+Every `python scripts/NAME.py` command parses with its script's own parser, and each command and Python block
+has one test that runs it, or the behaviour it shows: here where nothing else covers it, else the named test of
+the module it exercises (`RUN_BY`). Commands run in a folder laid out like a user's checkout, whose `python` is
+tests/helpers/docs_python.py: it mocks tfds datasets, splits the CPU for `--strategy mirrored`, and scales
+paper-sized runs down. `docker run` is checked, not run (no Docker engine here).
 """
 
 import argparse

@@ -29,18 +29,31 @@ def test_every_engine_is_timed_on_the_same_sentences_and_the_ratios_follow(train
 
 
 def test_a_baseline_runs_saved_model_takes_its_turns_on_the_same_sentences(trained_tiny_run, small_corpus,
-                                                                           tmp_path):
+                                                                           tmp_path, capsys):
+    """`benchmark.py --serving RUN --serving-baseline OTHER`: the record holds both models' figures and depths."""
+    import json
+
+    from keras_transformer import cli
+
     _, test = small_corpus
     corpus = write_tsv(tmp_path / "test.tsv", test[:4])
-    lines = []
-    figures = serving.serving_figures(trained_tiny_run, corpus, limit=4, batch_size=2, rounds=1, report=lines.append,
-                                      baseline=trained_tiny_run)
+    code, out, err = run_entry_point(cli.benchmark_main, [
+        "--serving", trained_tiny_run, "--serving-baseline", trained_tiny_run, "--corpus", corpus,
+        "--serving-sentences", "4", "--engines-batch", "2", "--serving-rounds", "1",
+        "--record", str(tmp_path / "records")], capsys)
+    assert code == 0, err
+    (path,) = (tmp_path / "records").iterdir()
+    record = json.loads(path.read_text())
+    figures = record["figures"]
+    assert record["kind"] == "serving" and record["corpus"] == {"dataset": corpus, "split": None, "sentences": 4,
+                                                                "model_dir": trained_tiny_run}
+    assert figures["baseline"] == trained_tiny_run and "stand_in_updates" not in figures
     baseline = figures[serving.BASELINE]
     assert figures[f"{serving.BASELINE} = SavedModel"] == 4  # the same weights: the same translations
     ratio = figures[f"SavedModel / {serving.BASELINE}"]
     assert ratio["batch1"] == pytest.approx(baseline["batch1_ms"] / figures["SavedModel"]["batch1_ms"])
     assert ratio["batched"] == pytest.approx(figures["SavedModel"]["batched_per_s"] / baseline["batched_per_s"])
-    assert lines[0] == f"serving: baseline {trained_tiny_run} (2+2 layers)"
+    assert out.splitlines()[0] == f"serving: baseline {trained_tiny_run} (2+2 layers)"
     assert figures["layers"] == figures["baseline_layers"] == [2, 2]  # what the record names
 
 
