@@ -88,13 +88,18 @@ def make_checkout(root):
     return checkout
 
 
-def bash(checkout, command, timeout=900, **env):
-    """Runs one documented command in the checkout; the result, after checking it succeeded."""
+def checkout_environment(checkout, **env):
+    """The environment documented commands run in: the checkout's `python` first on PATH, no TF_CONFIG."""
     environment = dict(os.environ, PATH=f"{checkout / 'bin'}{os.pathsep}{os.environ['PATH']}",
                        TF_CPP_MIN_LOG_LEVEL="2", **env)
     environment.pop("TF_CONFIG", None)
+    return environment
+
+
+def bash(checkout, command, timeout=900, **env):
+    """Runs one documented command in the checkout; the result, after checking it succeeded."""
     result = subprocess.run(["bash", "-c", command], cwd=checkout, capture_output=True, text=True,
-                            timeout=timeout, env=environment)
+                            timeout=timeout, env=checkout_environment(checkout, **env))
     assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 

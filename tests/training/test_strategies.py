@@ -12,7 +12,7 @@ import pytest
 from keras_transformer.decoding import restore
 from keras_transformer.run_dir import RunDir
 from tests.conftest import load_config, weights_by_name
-from tests.helpers.docs import bash, docs_command, free_port, make_checkout
+from tests.helpers.docs import bash, checkout_environment, docs_command, free_port, make_checkout
 
 TINY_SCALE = ["--preset", "tiny", "--vocab-size", "300", "--batch-tokens", "1024", "--steps", "6",
               "--checkpoint-every", "1"]
@@ -83,11 +83,8 @@ def test_multi_worker_command(tmp_path):
     for host, port in zip(hosts, ports):
         command = command.replace(host, f"127.0.0.1:{port}")
     command = command.replace("/shared/", f"{tmp_path}/shared/")
-    environment = dict(os.environ, PATH=f"{checkout / 'bin'}{os.pathsep}{os.environ['PATH']}",
-                       TF_CPP_MIN_LOG_LEVEL="2", KT_TEST_MOCK_TFDS="64",
-                       KT_TEST_SCALE=json.dumps({"train.py": TINY_SCALE[:-4] + ["--steps", "6",
-                                                                                "--checkpoint-every", "3"]}))
-    environment.pop("TF_CONFIG", None)
+    environment = checkout_environment(checkout, KT_TEST_MOCK_TFDS="64", KT_TEST_SCALE=json.dumps(
+        {"train.py": TINY_SCALE[:-4] + ["--steps", "6", "--checkpoint-every", "3"]}))
     workers = [subprocess.Popen(["bash", "-c", command.replace('"index": 0', f'"index": {index}')], cwd=checkout,
                                 env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                for index in range(2)]
