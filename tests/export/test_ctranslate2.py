@@ -17,16 +17,30 @@ import keras_transformer as kt
 from keras_transformer import decoding
 from keras_transformer.export import ctranslate2 as ctranslate2_export
 from keras_transformer.modeling.special_ids import EOS_ID
-from tests.helpers.reversal_task import SOURCE_VOCAB, padded, pairs, train_reversal_model, vocabulary
+from tests.conftest import built_once
+from tests.helpers.reversal_task import (SOURCE_VOCAB, padded, pairs, reversal_model_of, train_reversal_model,
+                                         vocabulary)
 
-# norm_first, tie_embeddings, separate target vocabulary size (None: shared)
-VARIANTS = list(itertools.product((False, True), (True, False), (None, 20)))
+# norm_first, tie_embeddings, separate target vocabulary size (None: shared), (encoder, decoder) depths.
+# Every pair of values of the first three appears in some variant (a pairwise design: 4 trained
+# models where all combinations take 8), and the unequal depths ride on two of them.
+VARIANTS = [(False, True, None, (3, 1)), (True, True, 20, (1, 3)),
+            (False, False, 20, (2, 2)), (True, False, None, (2, 2))]
 
 
 def variant_id(variant):
-    norm_first, tie, target_vocab = variant
+    norm_first, tie, target_vocab, depths = variant
     return "-".join(["pre_norm" if norm_first else "post_norm", "tied" if tie else "untied",
-                     "separate" if target_vocab else "shared"])
+                     "separate" if target_vocab else "shared", "%d_%d" % depths])
+
+
+def test_the_variants_cover_every_pair_of_settings():
+    """Each two of norm_first, tied embeddings and a separate target vocabulary meet in all four
+    combinations, and both kinds of unequal depth are trained."""
+    settings = [(norm_first, tie, target_vocab is not None) for norm_first, tie, target_vocab, _ in VARIANTS]
+    for i, j in itertools.combinations(range(3), 2):
+        assert {(s[i], s[j]) for s in settings} == set(itertools.product((False, True), repeat=2))
+    assert {depths for *_, depths in VARIANTS} >= {(3, 1), (1, 3)}
 
 
 def write(model, path, quantization="float32", target_vocab=None, max_positions=64):
@@ -51,17 +65,11 @@ def test_same_log_probs_and_same_beam_translations_for_every_variant(variant, tm
     """On a trained tiny model of each variant, CTranslate2 float32:
     - scores given targets with our teacher-forced log-probabilities;
     - with beam 4 and alpha 0, picks our beam search's translations, with its scores."""
-    norm_first, tie, target_vocab = variant
-    assert_ctranslate2_translates_as_we_do(train_reversal_model(norm_first, tie, target_vocab), target_vocab,
-                                           tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("depths,norm_first", [((3, 1), False), ((1, 3), True)], ids=["3-1-post_norm", "1-3-pre_norm"])
-def test_unequal_depths_give_the_same_log_probs_and_beam_translations(depths, norm_first, tmp_path):
-    model = train_reversal_model(norm_first, num_encoder_layers=depths[0], num_decoder_layers=depths[1])
+    norm_first, tie, target_vocab, depths = variant
+    model = train_reversal_model(norm_first, tie, target_vocab, num_encoder_layers=depths[0],
+                                 num_decoder_layers=depths[1])
     assert (len(model.encoder.blocks), len(model.decoder.blocks)) == depths
-    assert_ctranslate2_translates_as_we_do(model, None, tmp_path)
+    assert_ctranslate2_translates_as_we_do(model, target_vocab, tmp_path)
 
 
 def assert_ctranslate2_translates_as_we_do(model, target_vocab, tmp_path):
@@ -114,8 +122,13 @@ def test_config_adds_the_source_eos_and_starts_from_bos(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def reversal_model():
-    return train_reversal_model()
+def reversal_model(tmp_path_factory):
+    """The default variant, trained once for both workers (`built_once`) and loaded by each."""
+    folder = built_once(tmp_path_factory, "reversal_model",
+                        lambda folder: train_reversal_model().save_weights(folder / "model.weights.h5"))
+    model = reversal_model_of()
+    model.load_weights(folder / "model.weights.h5")
+    return model
 
 
 @pytest.mark.slow
@@ -185,11 +198,11 @@ def test_importing_the_package_does_not_import_ctranslate2():
 @pytest.mark.parametrize("guards", [{"repetition_penalty": 1.5}, {"repetition_penalty": 0.6},
                                     {"no_repeat_ngram_size": 1}, {"no_repeat_ngram_size": 2}],
                          ids=["penalty_1.5", "penalty_0.6", "no_repeat_1", "no_repeat_2"])
-def test_decoding_guards_translate_as_ctranslate2s_own(guards, tmp_path):
+def test_decoding_guards_translate_as_ctranslate2s_own(guards, reversal_model, tmp_path):
     """The same weights, beam 4, alpha 0: our guarded beam search picks
     CTranslate2's guarded translations, with its scores. The reversal task
     repeats tokens often enough that every guard changes some output."""
-    model = train_reversal_model()
+    model = reversal_model
     source_tokens, target_tokens = write(model, tmp_path / "ct2")
     translator = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32", intra_threads=1)
     rng = np.random.default_rng(9)

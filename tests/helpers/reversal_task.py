@@ -44,9 +44,7 @@ def train_reversal_model(norm_first=False, tie_embeddings=True, target_vocab=Non
     num_decoder_layers, if not the preset's. Returns the model.
     """
     keras.utils.set_random_seed(seed)
-    model = kt.Transformer.from_preset("tiny", vocab_size=SOURCE_VOCAB, target_vocab_size=target_vocab,
-                                       norm_first=norm_first, tie_embeddings=tie_embeddings, dropout=0.0, **depths)
-    model.build()
+    model = reversal_model_of(norm_first, tie_embeddings, target_vocab, **depths)
     rng = np.random.default_rng(seed)
     sources, targets = pairs(rng, steps * 32, target_vocab or SOURCE_VOCAB)
     source_ids = padded(sources, 9)  # (N, S)
@@ -54,6 +52,14 @@ def train_reversal_model(norm_first=False, tie_embeddings=True, target_vocab=Non
     target_out = padded([t + [EOS_ID] for t in targets], 9)  # (N, T)
     model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=kt.LabelSmoothedCrossEntropy(0.0))
     model.fit((source_ids, target_in), target_out, batch_size=32, epochs=1, verbose=0, shuffle=False)
+    return model
+
+
+def reversal_model_of(norm_first=False, tie_embeddings=True, target_vocab=None, **depths):
+    """The built, untrained model of `train_reversal_model` (to load its saved weights into)."""
+    model = kt.Transformer.from_preset("tiny", vocab_size=SOURCE_VOCAB, target_vocab_size=target_vocab,
+                                       norm_first=norm_first, tie_embeddings=tie_embeddings, dropout=0.0, **depths)
+    model.build()
     return model
 
 
