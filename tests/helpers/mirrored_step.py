@@ -19,6 +19,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import keras_transformer as kt  # noqa: E402
+from tests.helpers.weights import weights_by_path  # noqa: E402
 
 REPLICAS, PER_REPLICA, LENGTH, VOCAB = 8, 2, 12, 37
 
@@ -42,11 +43,6 @@ def make_model(strategy):
         model.build()
         model.compile(optimizer=keras.optimizers.SGD(1.0), loss=kt.LabelSmoothedCrossEntropy(0.1))
     return model
-
-
-def weights_by_path(model):
-    """Weights keyed by their path below the model (model names differ per instance)."""
-    return {w.path.split("/", 1)[1]: np.asarray(w) for w in model.weights}
 
 
 def run(strategy, initial_weights):
