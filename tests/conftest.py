@@ -1,12 +1,12 @@
 """Shared fixtures and helpers. Tests never touch the network.
 
-The suite runs on two pytest-xdist workers (`-n 2` in pyproject.toml): most
-tests drive tiny models from one Python thread, so a second worker uses the
-second core. The longest test, the main job (a quarter of the suite's
-test time), is marked `first` and started first
-(`pytest_collection_modifyitems`), so that one worker trains it while the
-other works through the rest. Expensive setups that tests only read are
-built once for both workers (`built_once`).
+The suite runs on two pytest-xdist workers (`-n 2` in pyproject.toml), each
+on one TensorFlow thread (set below): most tests drive tiny models, which a
+wider pool does not speed up, so a second worker uses the second core. The
+longest test, the main job (a quarter of the suite's test time), is marked
+`first` and started first (`pytest_collection_modifyitems`), so that one
+worker trains it while the other works through the rest. Expensive setups
+that tests only read are built once for both workers (`built_once`).
 """
 
 import atexit
@@ -16,6 +16,12 @@ import shutil
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# One TensorFlow (and oneDNN) thread per worker, for the worker and the
+# scripts it starts: two workers on two cores, each with a pool as wide as
+# the machine, spend their time switching between four busy threads. Set
+# before TensorFlow is imported, which reads them once.
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Each worker prepares tfds datasets (the built-in corpus) in a new folder of
 # its own, which its subprocesses inherit, whatever TFDS_DATA_DIR said (no
 # test reads a real dataset): two processes building one dataset into one
