@@ -4,8 +4,9 @@ Every published figure lives in a record its command wrote (`cli.records`).
 This builds, from the records of a folder:
 - the README's Results table, between its `<!-- results -->` and
   `<!-- /results -->` lines: a row per command of the presets' own models
-  (other depths are on the results page only), naming CPU, precision and
-  command, with the latest run's figures and the spread of its runs;
+  (other depths and other machines are on the results page only), naming
+  CPU, precision and command, with the latest run's figures and the spread
+  of the runs on its machine;
 - docs/results.md, the evidence page: every record's figures by kind and
   corpus, dev and test scores apart, and the spread of repeated runs.
 `--check` writes nothing and fails when a page differs from what it builds;
@@ -184,10 +185,16 @@ def by_command(found):
 def readme_table(found):
     """The README's Results table: a row per command of training, serving and
     speed that ran a preset's own model, with its latest run's figures and
-    the spread of its runs."""
+    the spread of the runs on that run's machine and precision. Other
+    machines' runs of the command are on the results page only."""
     rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
     chosen = [r for r in found if r["kind"] in ("train", "serving", "speed", "onednn", "eole") and presets_model(r)]
-    for (command, cpu, precision), group in by_command(chosen).items():
+    groups = by_command(chosen)
+    latest = {}  # command: the group of its latest record (a command keeps the place of its first)
+    for record in chosen:
+        latest[record["command"]] = (record["command"], machine(record), record["precision"])
+    for command, cpu, precision in latest.values():
+        group = groups[(command, cpu, precision)]
         figures = figures_text(group[-1]) + (f"; spread: {spreads(group)}" if spreads(group) else "")
         rows.append("| " + " | ".join(_cell(cell) for cell in (what(group[-1]), figures, cpu, precision,
                                                                  f"`{command}`")) + " |")

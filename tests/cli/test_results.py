@@ -54,6 +54,24 @@ def test_the_readme_has_a_row_per_command_with_its_spread_and_other_depths_only_
     assert "| Training on lo.tsv: 25-minute budget, 6+1 layers | test sacreBLEU 15.87" in page
 
 
+def test_the_readme_row_of_a_command_run_on_two_machines_is_the_latest_ones_with_that_machines_spread():
+    from keras_transformer.cli import results
+
+    xeon_a = train_record(21.9, 33.2, "2026-12-06T10:00:00Z")
+    xeon_b = train_record(21.67, 32.58, "2026-12-06T11:00:00Z")
+    amd = train_record(24.43, 34.8, "2026-12-07T10:00:00Z")
+    amd["machine"] = {**MACHINE, "cpu": "AMD EPYC", "family": 26, "model": 2, "flags": ["avx512_bf16"]}
+    rows = results.readme_table([xeon_a, xeon_b, amd]).splitlines()[2:]  # oldest first, as read_all gives them
+    assert len(rows) == 1 and "test sacreBLEU 24.43" in rows[0] and "AMD EPYC (family 26" in rows[0]
+    assert "spread" not in rows[0]  # the Xeon's two runs are not the AMD's spread
+    xeon_c = train_record(21.0, 31.0, "2026-12-08T10:00:00Z")
+    rows = results.readme_table([xeon_a, xeon_b, amd, xeon_c]).splitlines()[2:]
+    assert len(rows) == 1 and "test sacreBLEU 21.00" in rows[0]  # the Xeon's again, with its three runs' spread
+    assert "spread: test sacreBLEU 21.00–21.90 over 3 runs" in rows[0]
+    page = results.page([xeon_a, xeon_b, amd])
+    assert "24.43" in page and "Spread: test sacreBLEU 21.67–21.90 over 2 runs" in page
+
+
 def test_the_table_goes_between_the_readmes_markers_and_nowhere_else():
     import pytest
 
