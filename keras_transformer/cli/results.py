@@ -190,7 +190,7 @@ def readme_table(found):
     rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
     chosen = [r for r in found if r["kind"] in ("train", "serving", "speed", "onednn", "eole") and presets_model(r)]
     groups = by_command(chosen)
-    latest = {}  # command: the group of its latest record (a command keeps the place of its first)
+    latest = {}  # command: the key of the group holding its latest record (in the place of its first)
     for record in chosen:
         latest[record["command"]] = (record["command"], machine(record), record["precision"])
     for command, cpu, precision in latest.values():

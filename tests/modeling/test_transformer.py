@@ -1,11 +1,10 @@
-import os
-
 import keras
 import numpy as np
 import pytest
 
 import keras_transformer as kt
-from tests.conftest import ROOT, TINY_VOCAB, assert_round_trips, random_ids
+from tests.conftest import TINY_VOCAB, assert_round_trips, random_ids
+from tests.helpers.docs import docs_table
 
 RNG = np.random.default_rng(0)
 SOURCE = random_ids(RNG, 3, 9, lengths=[9, 6, 3])
@@ -58,13 +57,6 @@ def test_untied_and_separate_vocabularies():
     assert tuple(logits.shape) == (3, 7, 40)
 
 
-def presets_table():
-    """{preset: its row's cells} of docs/architecture.md's Presets table."""
-    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
-        rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in f if line.startswith("|")]
-    return {row[0]: row[1:] for row in rows if row[0] in kt.presets.PRESETS}
-
-
 @pytest.mark.parametrize("preset,table3", [("tiny", None), ("small", None), ("base", 65e6), ("big", 213e6)])
 def test_parameter_counts_match_table_3_and_the_architecture_page(preset, table3):
     """Base and big within 5% of the paper's Table 3; every preset's row on
@@ -75,7 +67,8 @@ def test_parameter_counts_match_table_3_and_the_architecture_page(preset, table3
     if table3:
         assert abs(model.count_params() - table3) / table3 < 0.05, model.count_params()
     config = kt.presets.get_preset(preset)
-    layers, d_model, d_ff, heads, dropout, parameters = presets_table()[preset]
+    table = docs_table("| preset | N | d_model | d_ff | h | dropout | parameters (shared vocabulary 37000, tied) |")
+    layers, d_model, d_ff, heads, dropout, parameters = {row[0]: row[1:] for row in table}[preset]
     assert (int(layers), int(d_model), int(d_ff), int(heads), float(dropout)) == (
         config.num_layers, config.d_model, config.d_ff, config.num_heads, config.dropout)
     assert parameters.split("M")[0] == f"{model.count_params() / 1e6:.1f}"
