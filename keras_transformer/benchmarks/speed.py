@@ -201,9 +201,6 @@ def decoding_engines(config, vocab_size, batch, source_length, output_length, be
     `threads` threads. Outputs stop at `output_length` pieces in every engine;
     each engine's own token count is used. CTranslate2 figures are absent
     when the package is not installed."""
-    import os  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-
     keras.utils.set_random_seed(0)
     reference = Transformer(vocab_size=vocab_size, **dataclasses.asdict(config))
     reference.build()
@@ -224,12 +221,21 @@ def decoding_engines(config, vocab_size, batch, source_length, output_length, be
 
         tokens = run()
         figures[f"ours_{precision}"] = tokens / _timed(run, repeats=2, warmup=0)
-    if not ctranslate2_export.ctranslate2_installed():
-        return figures
+    if ctranslate2_export.ctranslate2_installed():
+        figures.update(_ctranslate2_engines(reference, pieces, source_length, output_length, beam_size, threads))
+    return figures
+
+
+def _ctranslate2_engines(reference, pieces, source_length, output_length, beam_size, threads):
+    """`decoding_engines`' CTranslate2 float32 and int8 figures, on `reference`'s weights and (B, S-1) `pieces`."""
+    import os  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
     import ctranslate2  # noqa: PLC0415  (optional extra)
 
-    vocabulary = [f"<{i}>" for i in range(vocab_size)]
+    vocabulary = [f"<{i}>" for i in range(reference.vocab_size)]
     tokens_in = [[vocabulary[i] for i in row] for row in pieces]
+    figures = {}
     with tempfile.TemporaryDirectory() as directory:
         for quantization in ("float32", "int8"):
             spec = ctranslate2_export.transformer_spec(reference, vocabulary, max_positions=source_length +
@@ -249,6 +255,32 @@ def decoding_engines(config, vocab_size, batch, source_length, output_length, be
     return figures
 
 
+def _training_figures(config, vocab_size, batch_tokens, length, train_steps, peaks, report):
+    """`run_benchmark`'s training figures: tokens/s and MFU (of `peaks`' GFLOP/s) of ours in float32 and
+    mixed_bfloat16 and of keras-hub's equivalent, and the ratios to keras-hub."""
+    figures = {}
+    batch = synthetic_batches(vocab_size, batch_tokens, length)
+    tokens = batch[1].size
+    flops = training_flops(config, vocab_size, batch[0][0].size, tokens)
+    for name, build, peak in (
+        ("float32", lambda: ours(config, vocab_size, "float32"), peaks["peak_float32_gflops"]),
+        ("mixed_bfloat16", lambda: ours(config, vocab_size, "mixed_bfloat16"), peaks["peak_bfloat16_gflops"]),
+        ("keras_hub_float32", lambda: keras_hub_equivalent(config, vocab_size), peaks["peak_float32_gflops"]),
+    ):
+        keras.utils.set_random_seed(0)
+        tokens_per_second, seconds = _train_throughput(build(), batch, train_steps)
+        figures[f"train_{name}_tokens_per_s"] = tokens_per_second
+        figures[f"train_{name}_mfu"] = flops / seconds / 1e9 / peak
+        report(f"2. training {name:18s} {tokens_per_second:8.0f} target tokens/s, "
+               f"MFU {100 * figures[f'train_{name}_mfu']:.1f}% of its dtype's peak")
+    hub = figures["train_keras_hub_float32_tokens_per_s"]
+    figures["float32_vs_keras_hub"] = figures["train_float32_tokens_per_s"] / hub
+    figures["bfloat16_vs_keras_hub_float32"] = figures["train_mixed_bfloat16_tokens_per_s"] / hub
+    report(f"3. vs keras-hub float32: float32 {figures['float32_vs_keras_hub']:.2f}x (goal >= 1.0), "
+           f"mixed_bfloat16 {figures['bfloat16_vs_keras_hub_float32']:.2f}x (goal >= 1.8 with bfloat16 support)")
+    return figures
+
+
 def run_benchmark(preset="base", vocab_size=37000, batch_tokens=BATCH_TOKENS, length=32, train_steps=5,
                   decode_batch=8, output_length=40, corpus=None, skip_training=False, engines_batch=32,
                   report=print):
@@ -262,25 +294,7 @@ def run_benchmark(preset="base", vocab_size=37000, batch_tokens=BATCH_TOKENS, le
            f"bfloat16 {figures['peak_bfloat16_gflops']:.0f} GFLOP/s")
 
     if not skip_training:
-        batch = synthetic_batches(vocab_size, batch_tokens, length)
-        tokens = batch[1].size
-        flops = training_flops(config, vocab_size, batch[0][0].size, tokens)
-        for name, build, peak in (
-            ("float32", lambda: ours(config, vocab_size, "float32"), figures["peak_float32_gflops"]),
-            ("mixed_bfloat16", lambda: ours(config, vocab_size, "mixed_bfloat16"), figures["peak_bfloat16_gflops"]),
-            ("keras_hub_float32", lambda: keras_hub_equivalent(config, vocab_size), figures["peak_float32_gflops"]),
-        ):
-            keras.utils.set_random_seed(0)
-            tokens_per_second, seconds = _train_throughput(build(), batch, train_steps)
-            figures[f"train_{name}_tokens_per_s"] = tokens_per_second
-            figures[f"train_{name}_mfu"] = flops / seconds / 1e9 / peak
-            report(f"2. training {name:18s} {tokens_per_second:8.0f} target tokens/s, "
-                   f"MFU {100 * figures[f'train_{name}_mfu']:.1f}% of its dtype's peak")
-        hub = figures["train_keras_hub_float32_tokens_per_s"]
-        figures["float32_vs_keras_hub"] = figures["train_float32_tokens_per_s"] / hub
-        figures["bfloat16_vs_keras_hub_float32"] = figures["train_mixed_bfloat16_tokens_per_s"] / hub
-        report(f"3. vs keras-hub float32: float32 {figures['float32_vs_keras_hub']:.2f}x (goal >= 1.0), "
-               f"mixed_bfloat16 {figures['bfloat16_vs_keras_hub_float32']:.2f}x (goal >= 1.8 with bfloat16 support)")
+        figures.update(_training_figures(config, vocab_size, batch_tokens, length, train_steps, figures, report))
 
     cached, uncached = decoding_throughput(config, vocab_size, decode_batch, 30, output_length)
     figures["decode_cached_sentences_per_s"] = cached

@@ -24,7 +24,8 @@ def parser():
         "Measure, in one run: peak matmul GFLOP/s, training throughput (float32, mixed_bfloat16, "
         "and a keras-hub model of the same size), cached against uncached beam search, optionally the "
         "padding efficiency of bucketed batches on a corpus, and beam search in our float32 and "
-        "mixed_bfloat16 against CTranslate2 float32 and int8 on the same weights, and optionally memory and start-up time of training on a large local corpus. Ratios carry the claims.",
+        "mixed_bfloat16 against CTranslate2 float32 and int8 on the same weights, and optionally memory and "
+        "start-up time of training on a large local corpus. Ratios carry the claims.",
     )
     parser.add_argument("--preset", default="base", choices=sorted(presets.PRESETS), help="Model size to time.")
     parser.add_argument("--vocab-size", type=int, default=37000, help="Vocabulary of the timed models.")
@@ -53,6 +54,15 @@ def parser():
                         help="Also time training's start on generated TSV corpora of this many pairs and a "
                         "tenth of it: peak RSS and seconds to the first update, each in a fresh process "
                         "(the README uses 4500000, WMT14's size; 0: skip).")
+    _serving_flags(parser)
+    _constrained_flags(parser)
+    _peer_flags(parser)
+    record_flag(parser)
+    return parser
+
+
+def _serving_flags(parser):
+    """--serving and its settings."""
     group = parser.add_argument_group(
         "serving", "With --serving, only this comparison runs: a trained run's SavedModel (through "
         "serving_default, as TF Serving calls it) and in-process Translator against CTranslate2 float32 and "
@@ -71,6 +81,10 @@ def parser():
     group.add_argument("--serving-quick-steps", type=int, default=200,
                        help="Updates of the stand-in run trained when --serving has no value and the main "
                        "job has not run (200: about 3 minutes on 2 cores).")
+
+
+def _constrained_flags(parser):
+    """--constrained and its settings."""
     terms = parser.add_argument_group(
         "terminology", "With --constrained, only this comparison runs: a trained run's beam search without and "
         "with two constraints a sentence (the two longest words of its reference), batch-1 latency and "
@@ -80,6 +94,10 @@ def parser():
                        "else its own test split.")
     terms.add_argument("--constrained-sentences", type=int, default=300, help="How many sentences to translate.")
     terms.add_argument("--constrained-rounds", type=int, default=2, help="Passes per figure; the best counts.")
+
+
+def _peer_flags(parser):
+    """--peer-eole and its settings (the harness is in the repository's benchmarks/)."""
     peer = parser.add_argument_group(
         "peer", "With --peer-eole, only this comparison runs: this package's default recipe, then eole (OpenNMT's "
         "PyTorch toolkit, in its own virtual environment) at its best on the same split: the same model size, "
@@ -108,8 +126,6 @@ def parser():
                       "folder of an earlier call with the same flags (one that was stopped, say), the command goes "
                       "on from it: the runs, vocabulary and speed probes that call finished on the same inputs are "
                       "taken as they are, the rest is done again.")
-    record_flag(parser)
-    return parser
 
 
 def record(args, argv, kind, precision, corpus, figures):

@@ -75,7 +75,8 @@ def read_terms(sentences, constraints_path=None, glossary_path=None, prefix_path
     return constraints, prefixes
 
 
-def translate_main(argv=None):
+def _translate_parser():
+    """translate.py's flags."""
     parser = make_parser(
         "translate.py",
         "Translate sentences, one per line, from a file or stdin to stdout. With --n-best N (N > 1), print "
@@ -97,6 +98,11 @@ def translate_main(argv=None):
     decoding_flags(parser)
     _sampling_flags(parser)
     _terminology_flags(parser)
+    return parser
+
+
+def translate_main(argv=None):
+    parser = _translate_parser()
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error(f"--threads must be 0 or more; got {args.threads}.")
@@ -133,7 +139,8 @@ def translate_main(argv=None):
     return 0
 
 
-def evaluate_main(argv=None):
+def _evaluate_parser():
+    """evaluate.py's flags."""
     parser = make_parser(
         "evaluate.py",
         "Decode a split and print sacreBLEU (detokenized, with its signature), chrF, and the path "
@@ -155,6 +162,11 @@ def evaluate_main(argv=None):
                         help="'source term<TAB>target term' lines, as translate.py takes them; as --constraints.")
     decoding_flags(parser)
     record_flag(parser)
+    return parser
+
+
+def evaluate_main(argv=None):
+    parser = _evaluate_parser()
     args = parser.parse_args(argv)
     from keras_transformer.data import sources  # noqa: PLC0415
     from keras_transformer.decoding import evaluation  # noqa: PLC0415

@@ -106,24 +106,11 @@ def train_main(argv=None):
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     from keras_transformer.run_dir import RunDir  # noqa: PLC0415
-    from keras_transformer.training import budget, open_ended, recipe, vocabulary  # noqa: PLC0415
+    from keras_transformer.training import budget, open_ended, recipe  # noqa: PLC0415
 
     try:
         if inspect:
-            from keras_transformer.data.summary import format_summary, summarize  # noqa: PLC0415
-
-            config = recipe.with_default_folders(config)
-            run_dir = RunDir(config.model_dir)
-            if run_dir.has_config():  # a recorded run: its own vocabulary, never trained over
-                config = dataclasses.replace(config, vocab_size=run_dir.load_config().vocab_size)
-            elif (config.dataset != run_config.RunConfig().dataset and not config.init_from
-                  and "vocab_size" not in given_flags(argv)):
-                config = dataclasses.replace(config, vocab_size=recipe.corpus_vocabulary(config))
-            os.makedirs(run_dir.path, exist_ok=True)
-            # The vocabulary it trains is kept for training, which records the run (not this command).
-            tokenizer = vocabulary.load_tokenizer(config.data, run_dir, config.init_from)
-            print(format_summary(summarize(config.data, tokenizer)))
-            return 0
+            return _inspect(config, argv)
         # Called as the program (no argv), a time budget counts from the process's start.
         started = None if argv_given else budget.process_start()
         given = given_flags(argv)
@@ -141,6 +128,26 @@ def train_main(argv=None):
     except (FileNotFoundError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _inspect(config, argv):
+    """--inspect-data: prints what the run would train on, with the vocabulary it would use; records no run."""
+    from keras_transformer.data.summary import format_summary, summarize  # noqa: PLC0415
+    from keras_transformer.run_dir import RunDir  # noqa: PLC0415
+    from keras_transformer.training import recipe, vocabulary  # noqa: PLC0415
+
+    config = recipe.with_default_folders(config)
+    run_dir = RunDir(config.model_dir)
+    if run_dir.has_config():  # a recorded run: its own vocabulary, never trained over
+        config = dataclasses.replace(config, vocab_size=run_dir.load_config().vocab_size)
+    elif (config.dataset != run_config.RunConfig().dataset and not config.init_from
+          and "vocab_size" not in given_flags(argv)):
+        config = dataclasses.replace(config, vocab_size=recipe.corpus_vocabulary(config))
+    os.makedirs(run_dir.path, exist_ok=True)
+    # The vocabulary it trains is kept for training, which records the run (not this command).
+    tokenizer = vocabulary.load_tokenizer(config.data, run_dir, config.init_from)
+    print(format_summary(summarize(config.data, tokenizer)))
     return 0
 
 

@@ -137,20 +137,18 @@ def make_batches(
     )
     if training:
         batches = batches.shuffle(64, seed=seed + 1)
+    return batches.with_options(_options()).prefetch(tf.data.AUTOTUNE)
+
+
+def _options():
+    """Deterministic order, and no autotuning thread for any pass."""
     options = tf.data.Options()
     options.deterministic = True
-    # No autotuning thread, for any pass. Deleting an iterator waits for
-    # that thread's sleep to end, and the sleep doubles up to a minute: 35 s
-    # of idle CPU after a validation of a budgeted run (caught with py-spy
-    # and gdb), and 47 and 58 s between a 250-update `fit`'s last update and
-    # its return. Without it the parallel maps run on as many threads as
-    # the machine has cores (tf.data's starting value, at most 16) and the
-    # prefetch buffer still grows by itself. On a 2-core CPU, where the
-    # tuning competes with the update for the cores, the small preset
-    # trained as fast or faster so (8-9% on LibreOffice's batches, a tie on
-    # its short pairs: CHANGELOG.md).
+    # Deleting an iterator waits out the autotuning thread's sleep, which doubles
+    # up to a minute (35 s idle after a budgeted run's validation). Without it the
+    # maps use one thread per core and the small preset trains as fast or faster.
     options.autotune.enabled = False
-    return batches.with_options(options).prefetch(tf.data.AUTOTUNE)
+    return options
 
 
 def distributed_batches(strategy, make_pairs, tokenizer, global_batch_tokens, max_length, training, seed=0):

@@ -54,21 +54,33 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, v
     A local corpus' "train" split is streamed from disk; its stats count the
     training pairs, the skipped lines and the held-out duplicates removed.
     """
-    explicit = {"validation": validation, "test": test}
     if is_local_dataset(spec):
-        corpus = open_corpus(spec, validation, test, held_out)
-        if split == "train":
-            if corpus.stats.read == 0:
-                raise ValueError(f"No usable sentence pairs in {spec!r} for split 'train'.")
-            return corpus.train_dataset(seed), corpus.stats
-        pairs = corpus.split(split)
-        if not pairs:
-            raise ValueError(f"No usable sentence pairs in {spec!r} for split {split!r}; "
-                             f"pass --{split} with a held-out set.")
-        return from_pairs(pairs), ReadStats(read=len(pairs))
+        return _local_pairs(spec, split, validation, test, held_out, seed)
+    explicit = {"validation": validation, "test": test}
     if split in explicit and explicit[split]:
         pairs = read_held_out(explicit[split])
         return from_pairs(pairs), ReadStats(read=len(pairs))
+    return _tfds_pairs(spec, split, source_lang, target_lang, data_dir, explicit), ReadStats()
+
+
+def _local_pairs(spec, split, validation, test, held_out, seed):
+    """`load_pairs` of a local corpus: its training pairs streamed, or a held-out set."""
+    corpus = open_corpus(spec, validation, test, held_out)
+    if split == "train":
+        if corpus.stats.read == 0:
+            raise ValueError(f"No usable sentence pairs in {spec!r} for split 'train'.")
+        return corpus.train_dataset(seed), corpus.stats
+    pairs = corpus.split(split)
+    if not pairs:
+        raise ValueError(f"No usable sentence pairs in {spec!r} for split {split!r}; "
+                         f"pass --{split} with a held-out set.")
+    return from_pairs(pairs), ReadStats(read=len(pairs))
+
+
+def _tfds_pairs(spec, split, source_lang, target_lang, data_dir, explicit):
+    """`load_pairs`' dataset of a tfds dataset's split; its "train" split
+    without the pairs of the held-out sets (`explicit` {split: spec or None},
+    else the dataset's own)."""
     try:
         builder = tfds.builder(spec, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError as error:
@@ -90,17 +102,16 @@ def load_pairs(spec, split, source_lang=None, target_lang=None, data_dir=None, v
             lambda ex: (ex[source_lang], ex[target_lang]), num_parallel_calls=tf.data.AUTOTUNE)
 
     dataset = tfds_split(split)
-    if split == "train":
-        held_out_pairs = []
-        for name, held_out_spec in explicit.items():
-            if held_out_spec:
-                held_out_pairs += read_held_out(held_out_spec)
-            elif name in builder.info.splits:
-                held_out_pairs += [(s.decode("utf-8").strip(), t.decode("utf-8").strip())
-                                   for s, t in tfds.as_numpy(tfds_split(name))]
-        if held_out_pairs:
-            dataset = without_pairs(dataset, held_out_pairs)
-    return dataset, ReadStats()
+    if split != "train":
+        return dataset
+    held_out_pairs = []
+    for name, held_out_spec in explicit.items():
+        if held_out_spec:
+            held_out_pairs += read_held_out(held_out_spec)
+        elif name in builder.info.splits:
+            held_out_pairs += [(s.decode("utf-8").strip(), t.decode("utf-8").strip())
+                               for s, t in tfds.as_numpy(tfds_split(name))]
+    return without_pairs(dataset, held_out_pairs) if held_out_pairs else dataset
 
 
 def prepare(builder):

@@ -60,7 +60,8 @@ def format_summary(summary):
         lines.append(f"  {reason}: {count}")
     lines += [
         f"vocabulary size:        {summary['vocab_size']}",
-        f"token budget per batch: {summary['batch_tokens']} per side (largest batch: {summary['largest_batch_tokens']})",
+        f"token budget per batch: {summary['batch_tokens']} per side "
+        f"(largest batch: {summary['largest_batch_tokens']})",
         f"batches:                {summary['batches']} ({summary['pairs_in_batches']} pairs)",
         f"padding efficiency:     {summary['padding_efficiency']:.3f} "
         f"(naive batches of {summary['naive_batch_size']}: {summary['naive_padding_efficiency']:.3f})",

@@ -151,50 +151,70 @@ def _forced(log_probs, step, state, ending):
     return tf.where(unmet & is_eos & before_limit, NEG_INF, log_probs)
 
 
+def _candidates(state, live, k, vocab, progress, ending):
+    """(beams, tokens, scores), each (B, M): beam search's best 2K
+    continuations of the `live` (B, K, V) scores, then each live beam's next
+    piece of every phrase it has not met (where `progress` (B, K, C) has
+    got to in it, or its start), then, for a sentence with constraints,
+    each beam's best non-EOS piece. A (beam, piece) that comes again, or
+    a slot with nothing to offer, scores NEG_INF."""
+    constraints = state.constraints
+    batch, phrases = tf.shape(live)[0], tf.shape(constraints)[1]
+    lengths = phrase_lengths(constraints)  # (B, C)
+    _, top_indices = top_k(tf.reshape(live, [batch, k * vocab]), 2 * k)  # (B, 2K)
+    done = state.alive_met | ending  # (B, K, C): met, or complete
+    progress = tf.where(done, 0, tf.minimum(progress, tf.maximum(lengths[:, None, :] - 1, 0)))
+    tiled = tf.broadcast_to(constraints[:, None], [batch, k, phrases, tf.shape(constraints)[2]])
+    next_pieces = tf.gather(tiled, progress, axis=3, batch_dims=3)  # (B, K, C)
+    not_eos = tf.where(tf.equal(tf.range(vocab), EOS_ID)[None, None, :], NEG_INF, live)
+    best_pieces = tf.argmax(not_eos, axis=2, output_type=tf.int32)  # (B, K)
+    own_beams = tf.broadcast_to(tf.range(k)[None, :, None], [batch, k, phrases])
+    beams = tf.concat([top_indices // vocab, tf.reshape(own_beams, [batch, -1]),
+                       tf.broadcast_to(tf.range(k)[None, :], [batch, k])], axis=1)  # (B, M)
+    tokens = tf.concat([top_indices % vocab, tf.reshape(next_pieces, [batch, -1]), best_pieces], axis=1)  # (B, M)
+    constrained = tf.reduce_any(lengths > 0, axis=1)[:, None]  # (B, 1)
+    valid = tf.concat([tf.ones_like(top_indices, tf.bool), tf.reshape(tf.logical_not(done), [batch, -1]),
+                       tf.broadcast_to(constrained, [batch, k])], axis=1)  # (B, M)
+    valid = _first_of_equals(beams * vocab + tokens, valid)  # each (beam, piece) once: later copies dropped
+    scores = tf.gather_nd(live, tf.stack([beams, tokens], axis=2), batch_dims=1)  # (B, M)
+    return beams, tokens, tf.where(valid, scores, NEG_INF)
+
+
+def _met(state, cand_beams, cand_tokens, cand_ids, step, ending, continues_word):
+    """(confirmed, met), each (B, M, C) bool, and the banks (B, M) int32 of
+    the candidates `cand_ids` (B, M, L+1): the phrases each has met for
+    good (a complete phrase once the next piece closes its word), those it
+    has met or completed, and the constraint pieces it has produced."""
+    lengths = phrase_lengths(state.constraints)[:, None, :]  # (B, 1, C)
+    reached = phrase_progress(cand_ids, step, state.constraints)  # (B, M, C)
+    closes = tf.ones_like(cand_tokens, tf.bool) if continues_word is None else \
+        tf.logical_not(tf.gather(continues_word, cand_tokens))  # (B, M)
+    confirmed = (tf.gather(state.alive_met, cand_beams, batch_dims=1)
+                 | (tf.gather(ending, cand_beams, batch_dims=1) & closes[:, :, None]))  # (B, M, C)
+    met = confirmed | (tf.equal(reached, lengths) & (lengths > 0))
+    return confirmed, met, tf.reduce_sum(tf.where(met, lengths, reached), axis=2)
+
+
+def _dealt_round_banks(alive_scores, banks, most, k):
+    """(B, K) the candidates kept alive: dealt round the banks (B, M), best
+    bank first (`most` (B, 1) is a sentence's highest), then, by score, the
+    impossible ones (NEG_INF), which a beam takes only for want of others."""
+    order = _rank_within_bank(alive_scores, banks) * (most + 1) + (most - banks)  # (B, M): smaller first
+    last_places = (tf.shape(banks)[1] + 1) * (most + 1) + _rank_within_bank(alive_scores, tf.zeros_like(banks))
+    order = tf.where(alive_scores <= NEG_INF / 2, last_places, order)
+    return tf.math.top_k(-order, k=k)[1]
+
+
 def _constrained_step(state, log_probs, step, alpha, k, vocab, progress, ending, continues_word=None):
     """The new state from (B, K, V) next-token log-probabilities (prefix and
     EOS already forced), and (B*K,) the old beam row each new live beam
     continues. `progress` (B, K, C): `phrase_progress` of the live beams;
     `ending`: where that is a whole phrase; `continues_word`: None or (V,) bool."""
-    beams, constraints = state.beams, state.constraints
-    batch, phrases = tf.shape(log_probs)[0], tf.shape(constraints)[1]
-    lengths = phrase_lengths(constraints)  # (B, C)
+    beams = state.beams
     live = beams.alive_log_probs[:, :, None] + log_probs  # (B, K, V)
-
-    # Beam search's candidates: the best 2K of every beam's continuations.
-    top_scores, top_indices = top_k(tf.reshape(live, [batch, k * vocab]), 2 * k)  # (B, 2K)
-    top_beams, top_tokens = top_indices // vocab, top_indices % vocab
-    # Each beam's next piece of every phrase it has not met, and (for a sentence with
-    # constraints) its best non-EOS piece.
-    done = state.alive_met | ending  # (B, K, C): met, or complete
-    progress = tf.where(done, 0, tf.minimum(progress, tf.maximum(lengths[:, None, :] - 1, 0)))
-    tiled = tf.broadcast_to(constraints[:, None], [batch, k, phrases, tf.shape(constraints)[2]])
-    next_pieces = tf.gather(tiled, progress, axis=3, batch_dims=3)  # (B, K, C)
-    wanted = tf.logical_not(done)  # (B, K, C): the phrase is not met, nor complete (and not empty)
-    not_eos = tf.where(tf.equal(tf.range(vocab), EOS_ID)[None, None, :], NEG_INF, live)
-    best_pieces = tf.argmax(not_eos, axis=2, output_type=tf.int32)  # (B, K)
-    own_beams = tf.broadcast_to(tf.range(k)[None, :, None], [batch, k, phrases])
-    cand_beams = tf.concat([top_beams, tf.reshape(own_beams, [batch, -1]),
-                            tf.broadcast_to(tf.range(k)[None, :], [batch, k])], axis=1)  # (B, M)
-    cand_tokens = tf.concat([top_tokens, tf.reshape(next_pieces, [batch, -1]), best_pieces], axis=1)  # (B, M)
-    constrained = tf.reduce_any(lengths > 0, axis=1)[:, None]  # (B, 1)
-    valid = tf.concat([tf.ones_like(top_tokens, tf.bool), tf.reshape(wanted, [batch, -1]),
-                       tf.broadcast_to(constrained, [batch, k])], axis=1)  # (B, M)
-    # Each (beam, piece) once: the later copies of a candidate are dropped.
-    valid = _first_of_equals(cand_beams * vocab + cand_tokens, valid)
-    cand_scores = tf.gather_nd(live, tf.stack([cand_beams, cand_tokens], axis=2), batch_dims=1)  # (B, M)
-    cand_scores = tf.where(valid, cand_scores, NEG_INF)
-
-    # What each candidate has met, and its bank.
+    cand_beams, cand_tokens, cand_scores = _candidates(state, live, k, vocab, progress, ending)  # (B, M)
     cand_ids = search.written_at(tf.gather(beams.alive_ids, cand_beams, batch_dims=1), step, cand_tokens)
-    reached = phrase_progress(cand_ids, step, constraints)  # (B, M, C)
-    # A complete phrase is met when the piece after it does not continue its word.
-    closes = tf.ones_like(cand_tokens, tf.bool) if continues_word is None else \
-        tf.logical_not(tf.gather(continues_word, cand_tokens))  # (B, M)
-    confirmed = (tf.gather(state.alive_met, cand_beams, batch_dims=1)
-                 | (tf.gather(ending, cand_beams, batch_dims=1) & closes[:, :, None]))  # (B, M, C)
-    met = confirmed | (tf.equal(reached, lengths[:, None, :]) & (lengths[:, None, :] > 0))  # met or complete
-    banks = tf.reduce_sum(tf.where(met, lengths[:, None, :], reached), axis=2)  # (B, M)
+    confirmed, met, banks = _met(state, cand_beams, cand_tokens, cand_ids, step, ending, continues_word)
     all_met = tf.reduce_all(met, axis=2)  # (B, M)
 
     ended = tf.equal(cand_tokens, EOS_ID)  # (B, M)
@@ -205,17 +225,11 @@ def _constrained_step(state, log_probs, step, alpha, k, vocab, progress, ending,
     after_prefix = tf.equal(phrase_lengths(state.prefixes), step) & (step > 0)  # (B,)
     finishes = ended & (rank < tf.where(after_prefix, 1, k)[:, None])
 
-    # Live: dealt round the banks, best bank first; after them, by score, the
-    # impossible ones (ended, or NEG_INF), which a beam takes only for want of others.
     alive_scores = tf.where(ended, NEG_INF, cand_scores)
-    most = tf.reduce_sum(lengths, axis=1)[:, None]  # (B, 1): a sentence's highest bank
-    order = _rank_within_bank(alive_scores, banks) * (most + 1) + (most - banks)  # (B, M): smaller first
-    impossible = alive_scores <= NEG_INF / 2
-    last_places = (tf.shape(cand_tokens)[1] + 1) * (most + 1) + _rank_within_bank(alive_scores, tf.zeros_like(banks))
-    order = tf.where(impossible, last_places, order)
-    _, alive_pick = tf.math.top_k(-order, k=k)  # (B, K)
+    most = tf.reduce_sum(phrase_lengths(state.constraints), axis=1)[:, None]  # (B, 1)
+    alive_pick = _dealt_round_banks(alive_scores, banks, most, k)  # (B, K)
     source_beams = tf.gather(cand_beams, alive_pick, batch_dims=1)
-    beam_rows = tf.reshape(source_beams + tf.range(batch)[:, None] * k, [-1])  # (B*K,)
+    beam_rows = tf.reshape(source_beams + tf.range(tf.shape(cand_beams)[0])[:, None] * k, [-1])  # (B*K,)
 
     # Finished: those that ended now join the kept ones, ranked met first, then by score.
     new_scores = tf.where(finishes, cand_scores / search.length_penalty(step + 1, alpha), NEG_INF)  # (B, M)

@@ -127,6 +127,21 @@ def transformer_spec(model, source_vocabulary, target_vocabulary=None, max_posit
         (model.num_encoder_layers, model.num_decoder_layers), model.num_heads, pre_norm=model.norm_first,
         activation=ctranslate2.specs.Activation.RELU,
     )
+    _set_embeddings(spec, model, max_positions)
+    _set_layers(spec, model)
+    spec.config.layer_norm_epsilon = float(model.layer_norm_epsilon)
+    spec.config.unk_token = target_vocabulary[UNK_ID]
+    spec.config.bos_token = target_vocabulary[BOS_ID]
+    spec.config.eos_token = target_vocabulary[EOS_ID]
+    spec.config.decoder_start_token = target_vocabulary[BOS_ID]
+    spec.config.add_source_eos = True  # our encoder input is pieces + EOS
+    spec.register_source_vocabulary(source_vocabulary)
+    spec.register_target_vocabulary(target_vocabulary)
+    return spec
+
+
+def _set_embeddings(spec, model, max_positions):
+    """`spec`'s embeddings, position table and output projection from `model`'s."""
     positions = _array(sinusoidal_encoding(np.arange(max_positions), model.d_model,
                                            model.source_embedding.max_wavelength))  # (P, D)
     for side, embedding in ((spec.encoder, model.source_embedding), (spec.decoder, model.target_embedding)):
@@ -139,6 +154,9 @@ def transformer_spec(model, source_vocabulary, target_vocabulary=None, max_posit
     else:
         spec.decoder.projection.weight = _array(model.output_projection.kernel).T  # (V_target, D)
 
+
+def _set_layers(spec, model):
+    """`spec`'s encoder and decoder layers (and pre-norm's final norms) from `model`'s."""
     for layer_spec, block in zip(spec.encoder.layer, model.encoder.blocks):
         _self_attention(layer_spec.self_attention, block.self_attention, block.self_attention_norm)
         _feed_forward(layer_spec.ffn, block)
@@ -149,16 +167,6 @@ def transformer_spec(model, source_vocabulary, target_vocabulary=None, max_posit
     if model.norm_first:
         _layer_norm(spec.encoder.layer_norm, model.encoder.final_norm)
         _layer_norm(spec.decoder.layer_norm, model.decoder.final_norm)
-
-    spec.config.layer_norm_epsilon = float(model.layer_norm_epsilon)
-    spec.config.unk_token = target_vocabulary[UNK_ID]
-    spec.config.bos_token = target_vocabulary[BOS_ID]
-    spec.config.eos_token = target_vocabulary[EOS_ID]
-    spec.config.decoder_start_token = target_vocabulary[BOS_ID]
-    spec.config.add_source_eos = True  # our encoder input is pieces + EOS
-    spec.register_source_vocabulary(source_vocabulary)
-    spec.register_target_vocabulary(target_vocabulary)
-    return spec
 
 
 def sentencepiece_vocabulary(model_path):

@@ -53,7 +53,24 @@ def export_translator(translator, base):
     for model in translator.models:
         archive.track(model)
     archive.track(translator.tokenizer)
+    _add_endpoints(archive, translator)
+    tmp = path + ".partial"
+    try:
+        archive.write_out(tmp, verbose=False)
+        # ExportArchive keeps only TrackableResources of tracked objects, so the
+        # model file is copied in by hand; the graph itself embeds the same bytes.
+        os.makedirs(os.path.join(tmp, "assets"), exist_ok=True)
+        shutil.copyfile(translator.tokenizer.model_path, os.path.join(tmp, "assets", VOCABULARY_FILENAME))
+        write_settings(os.path.join(tmp, "assets"), translator_settings(translator))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed export leaves nothing behind
+        raise
+    os.replace(tmp, path)  # a killed export never leaves a half-written version for the server
+    return path
 
+
+def _add_endpoints(archive, translator):
+    """The serving signatures: serving_default (strings), translate_ids and, for a beam, translate_constrained."""
     # The signatures' contract: a 1-best export answers one translation per
     # sentence ([B]), an n-best export N of them ([B, N]).
     one_best = translator.n_best == 1
@@ -82,16 +99,3 @@ def export_translator(translator, base):
             "translate_constrained", serve_constrained,
             input_signature=[tf.TensorSpec([None], tf.string, name=name)
                              for name in ("sentences", "constraints", "prefixes")])
-    tmp = path + ".partial"
-    try:
-        archive.write_out(tmp, verbose=False)
-        # ExportArchive keeps only TrackableResources of tracked objects, so the
-        # model file is copied in by hand; the graph itself embeds the same bytes.
-        os.makedirs(os.path.join(tmp, "assets"), exist_ok=True)
-        shutil.copyfile(translator.tokenizer.model_path, os.path.join(tmp, "assets", VOCABULARY_FILENAME))
-        write_settings(os.path.join(tmp, "assets"), translator_settings(translator))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # a failed export leaves nothing behind
-        raise
-    os.replace(tmp, path)  # a killed export never leaves a half-written version for the server
-    return path

@@ -213,8 +213,10 @@ def _clock(rng):
         return f"a quarter to {english_number(following)}", f"Viertel vor {german_number(following)}"
     minutes = rng.choice([5, 10, 20])
     if kind == 4:
-        return f"{english_number(minutes)} past {english_number(hour)}", f"{german_number(minutes)} nach {german_number(hour)}"
-    return f"{english_number(minutes)} to {english_number(following)}", f"{german_number(minutes)} vor {german_number(following)}"
+        return (f"{english_number(minutes)} past {english_number(hour)}",
+                f"{german_number(minutes)} nach {german_number(hour)}")
+    return (f"{english_number(minutes)} to {english_number(following)}",
+            f"{german_number(minutes)} vor {german_number(following)}")
 
 
 def _date(rng, with_year):
