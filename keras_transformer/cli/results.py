@@ -17,6 +17,7 @@ import argparse
 import collections
 import os
 import re
+import shlex
 import sys
 
 from keras_transformer.cli import records
@@ -174,25 +175,46 @@ def presets_model(record):
     return layers is None or tuple(layers) == presets.depths(presets.get_preset(record["figures"]["preset"]))
 
 
+def _without(words, flags):
+    """`words` (a command's, split) less each of `flags` and its value."""
+    kept = []
+    while words:
+        word, words = words[0], words[1:]
+        if word.split("=")[0] in flags:
+            if "=" not in word and words and not words[0].startswith("--"):
+                words = words[1:]
+            continue
+        kept.append(word)
+    return kept
+
+
+def shown_command(record):
+    """A record's command as the pages show and group it: without
+    `--model-dir`, which says where the run was written, not what it did."""
+    return shlex.join(_without(shlex.split(record["command"]), ("--model-dir",)))
+
+
 def by_command(found):
     """The records grouped by command, CPU and precision, in their order."""
     groups = collections.defaultdict(list)
     for record in found:
-        groups[(record["command"], machine(record), record["precision"])].append(record)
+        groups[(shown_command(record), machine(record), record["precision"])].append(record)
     return groups
 
 
 def readme_table(found):
-    """The README's Results table: a row per command of training, serving and
-    speed that ran a preset's own model, with its latest run's figures and
-    the spread of the runs on that run's machine and precision. Other
-    machines' runs of the command are on the results page only."""
+    """The README's Results table: a row per command of training (on the
+    recipe's or the preset's own settings), serving and speed that ran a
+    preset's own model, with its latest run's figures and the spread of the
+    runs on that run's machine and precision. Other machines' runs, and
+    settings tried in the recipe's place, are on the results page only."""
     rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
-    chosen = [r for r in found if r["kind"] in ("train", "serving", "speed", "onednn", "eole") and presets_model(r)]
+    chosen = [r for r in found if r["kind"] in ("train", "serving", "speed", "onednn", "eole") and presets_model(r)
+              and not (r["kind"] == "train" and setting(r["command"]))]  # no setting tried in the recipe's place
     groups = by_command(chosen)
     latest = {}  # command: the key of the group holding its latest record (in the place of its first)
     for record in chosen:
-        latest[record["command"]] = (record["command"], machine(record), record["precision"])
+        latest[shown_command(record)] = (shown_command(record), machine(record), record["precision"])
     for command, cpu, precision in latest.values():
         group = groups[(command, cpu, precision)]
         figures = figures_text(group[-1]) + (f"; spread: {spreads(group)}" if spreads(group) else "")
@@ -215,6 +237,47 @@ def spreads(group):
                      (("test", spread(group, "test")), ("dev", spread(group, "dev"))) if text)
 
 
+# A budgeted run's command, less these flags (and their values), is the
+# setting it tried: nothing left is the recipe's own choices.
+_SHARED_FLAGS = ("--dataset", "--test", "--time-budget", "--record", "--model-dir")
+
+
+def setting(command):
+    """The flags a training command adds to its corpus, budget and record: what it tried."""
+    return " ".join(_without(shlex.split(command)[2:], _SHARED_FLAGS))  # past "python scripts/train.py"
+
+
+def _range(values, form="{:.2f}"):
+    """"low–high" of `values` in `form`, one value alone, or ""."""
+    low, high = (form.format(min(values)), form.format(max(values))) if values else ("", "")
+    return low if low == high else f"{low}–{high}"
+
+
+def by_shape(found):
+    """docs/results.md's evidence of the recipe's rules: for each corpus and
+    budget (on one CPU and precision), a row per setting tried, the
+    recipe's own choices first, with its runs' dev and test sacreBLEU."""
+    groups = collections.defaultdict(lambda: collections.defaultdict(list))
+    for record in found:
+        if record["kind"] == "train" and record["figures"].get("time_budget"):
+            shape = (os.path.basename(str(record["corpus"]["dataset"])), record["figures"]["time_budget"],
+                     machine(record), record["precision"])
+            groups[shape][setting(record["command"])].append(record)
+    lines = []
+    for (corpus, minutes, cpu, precision), settings in groups.items():
+        lines += [f"### {corpus} at {minutes} minutes", "", f"{cpu}, {precision}.", "",
+                  "| setting | runs | dev sacreBLEU | test sacreBLEU | updates |", "|---|---|---|---|---|"]
+        for name in sorted(settings, key=lambda name: (name != "", name)):
+            runs = settings[name]
+            cells = (f"`{name}`" if name else "the recipe's choices", len(runs),
+                     _range([r["dev"]["bleu"] for r in runs if r.get("dev")]),
+                     _range([r["test"]["bleu"] for r in runs if r.get("test")]),
+                     _range([r["figures"]["updates"] for r in runs], "{:,}"))
+            lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+        lines.append("")
+    return lines
+
+
 def page(found):
     """docs/results.md: every record, by kind and corpus."""
     lines = ["# Results", "", "```bash", "python scripts/make_results.py", "```", "",
@@ -224,6 +287,13 @@ def page(found):
              "Results table from them; a test fails when either differs. Dev scores are the validation "
              "sentences the run chose its checkpoint and length penalty on; test scores are of sentences "
              "it never saw.", ""]
+    shapes = by_shape(found)
+    if shapes:
+        lines += ["## Budgeted training by corpus", "",
+                  "The recipe's choices against the settings tried in their place, each on the corpus and budget "
+                  "it ran, with the range of its runs (dev: the validation sentences the run chose on, 200 under a "
+                  "budget). The commands that cut the corpora are in [training](training.md#how-the-rules-are-"
+                  "chosen-dev-then-test).", ""] + shapes
     by_kind = collections.defaultdict(list)
     for record in found:
         by_kind[record["kind"]].append(record)

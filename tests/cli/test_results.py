@@ -72,6 +72,45 @@ def test_the_readme_row_of_a_command_run_on_two_machines_is_the_latest_ones_with
     assert "24.43" in page and "Spread: test sacreBLEU 21.67–21.90 over 2 runs" in page
 
 
+def test_budgeted_runs_are_tabled_by_corpus_with_a_row_per_setting_the_recipes_own_first():
+    from keras_transformer.cli import results
+
+    first, second = train_record(21.9, 33.2, "2026-12-06T10:00:00Z"), train_record(21.67, 32.58, "2026-12-06T11:00:00Z")
+    second["figures"]["updates"] = 2100
+    dropout = train_record(20.5, 31.0, "2026-12-06T12:00:00Z")
+    dropout["command"] = "python scripts/train.py --dataset lo.tsv --dropout 0 --time-budget=25 --record results"
+    amd = train_record(24.43, 34.8, "2026-12-07T10:00:00Z")
+    amd["machine"] = {**MACHINE, "cpu": "AMD EPYC", "family": 26, "model": 2, "flags": ["avx512_bf16"]}
+    unbudgeted = train_record(99.6, 99.7, "2026-12-07T11:00:00Z")
+    unbudgeted["figures"].update(time_budget=None, steps=800)
+    lines = results.by_shape([dropout, first, amd, second, unbudgeted])
+    xeon = lines.index("### lo.tsv at 25 minutes")
+    assert lines[xeon + 2].startswith("Intel(R) Xeon(R) Processor (family 6")
+    assert lines[xeon + 6:xeon + 8] == ["| the recipe's choices | 2 | 32.58–33.20 | 21.67–21.90 | 2,100–2,492 |",
+                                        "| `--dropout 0` | 1 | 31.00 | 20.50 | 2,492 |"]
+    other = lines.index("### lo.tsv at 25 minutes", xeon + 1)  # another machine: a table of its own
+    assert lines[other + 2].startswith("AMD EPYC") and lines[other + 6] == \
+        "| the recipe's choices | 1 | 34.80 | 24.43 | 2,492 |"
+    assert lines.count("### lo.tsv at 25 minutes") == 2 and not any("99.60" in line for line in lines)
+    assert "## Budgeted training by corpus" in results.page([first])
+    assert "## Budgeted training by corpus" not in results.page([unbudgeted])
+
+
+def test_runs_apart_only_in_their_folder_are_one_command_and_settings_tried_stay_off_the_readme():
+    from keras_transformer.cli import results
+
+    first, second = train_record(21.9, 33.2, "2026-12-06T10:00:00Z"), train_record(21.67, 32.58, "2026-12-06T11:00:00Z")
+    second["command"] = "python scripts/train.py --dataset lo.tsv --model-dir runs/lo-b --time-budget 25"
+    tried = train_record(20.5, 31.0, "2026-12-06T12:00:00Z")
+    tried["command"] = "python scripts/train.py --dataset lo.tsv --time-budget 25 --dropout 0"
+    rows = results.readme_table([first, second, tried]).splitlines()[2:]
+    assert len(rows) == 1 and "spread: test sacreBLEU 21.67–21.90 over 2 runs" in rows[0]
+    assert rows[0].endswith("| `python scripts/train.py --dataset lo.tsv --time-budget 25` |")
+    page = results.page([first, second, tried])
+    assert "runs/lo-b" not in page and "Spread: test sacreBLEU 21.67–21.90 over 2 runs" in page
+    assert "`python scripts/train.py --dataset lo.tsv --time-budget 25 --dropout 0`" in page
+
+
 def test_the_table_goes_between_the_readmes_markers_and_nowhere_else():
     import pytest
 
