@@ -7,8 +7,10 @@ This builds, from the records of a folder:
   (other depths and other machines are on the results page only), naming
   CPU, precision and command, with the latest run's figures and the spread
   of the runs on its machine;
-- docs/results.md, the evidence page: every record's figures by kind and
-  corpus, dev and test scores apart, and the spread of repeated runs.
+- docs/results.md, the evidence page: the budgeted runs by corpus (the
+  recipe's choices against each setting tried in their place, `by_shape`),
+  then every record's figures by kind and command, dev and test scores
+  apart, and the spread of repeated runs.
 `--check` writes nothing and fails when a page differs from what it builds;
 tests/test_docs.py does the same.
 """
@@ -203,14 +205,14 @@ def by_command(found):
 
 
 def readme_table(found):
-    """The README's Results table: a row per command of training (on the
-    recipe's or the preset's own settings), serving and speed that ran a
-    preset's own model, with its latest run's figures and the spread of the
-    runs on that run's machine and precision. Other machines' runs, and
-    settings tried in the recipe's place, are on the results page only."""
+    """The README's Results table: a row per command of training, serving and
+    speed that ran a preset's own model, with its latest run's figures and
+    the spread of the runs on that run's machine and precision. Other
+    machines' runs, and budgeted runs that tried a setting in the recipe's
+    place (`setting`), are on the results page only."""
     rows = ["| what | figures | CPU | precision | command |", "|---|---|---|---|---|"]
     chosen = [r for r in found if r["kind"] in ("train", "serving", "speed", "onednn", "eole") and presets_model(r)
-              and not (r["kind"] == "train" and setting(r["command"]))]  # no setting tried in the recipe's place
+              and not (r["kind"] == "train" and r["figures"].get("time_budget") and setting(r["command"]))]
     groups = by_command(chosen)
     latest = {}  # command: the key of the group holding its latest record (in the place of its first)
     for record in chosen:
