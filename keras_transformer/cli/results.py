@@ -191,8 +191,11 @@ def _without(words, flags):
 
 
 def shown_command(record):
-    """A record's command as the pages show and group it: without
-    `--model-dir`, which says where the run was written, not what it did."""
+    """A record's command as the pages show and group it: a training run's
+    without `--model-dir`, which says where it was written, not what it did
+    (elsewhere, as in evaluate.py, it names the model measured, and stays)."""
+    if record["kind"] != "train":
+        return record["command"]
     return shlex.join(_without(shlex.split(record["command"]), ("--model-dir",)))
 
 
@@ -216,7 +219,8 @@ def readme_table(found):
     groups = by_command(chosen)
     latest = {}  # command: the key of the group holding its latest record (in the place of its first)
     for record in chosen:
-        latest[shown_command(record)] = (shown_command(record), machine(record), record["precision"])
+        key = (shown_command(record), machine(record), record["precision"])
+        latest[key[0]] = key
     for command, cpu, precision in latest.values():
         group = groups[(command, cpu, precision)]
         figures = figures_text(group[-1]) + (f"; spread: {spreads(group)}" if spreads(group) else "")

@@ -109,6 +109,9 @@ def test_runs_apart_only_in_their_folder_are_one_command_and_settings_tried_stay
     page = results.page([first, second, tried])
     assert "runs/lo-b" not in page and "Spread: test sacreBLEU 21.67–21.90 over 2 runs" in page
     assert "`python scripts/train.py --dataset lo.tsv --time-budget 25 --dropout 0`" in page
+    evaluated = {**first, "kind": "evaluate", "command": "python scripts/evaluate.py --model-dir runs/lo-b --record r",
+                 "corpus": {"dataset": "lo.tsv", "model_dir": "runs/lo-b", "split": "test", "sentences": 2000}}
+    assert results.shown_command(evaluated) == evaluated["command"]  # there it names the model measured
     steps = train_record(99.6, 99.7, "2026-12-06T13:00:00Z")  # no budget: no recipe to try a setting against
     steps["command"] = "python scripts/train.py --steps 800 --record results"
     steps["figures"].update(time_budget=None, steps=800)
