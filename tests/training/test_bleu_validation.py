@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from keras_transformer.run_dir import RunDir
-from keras_transformer.training import bleu_validation, checkpoints
+from keras_transformer.training import bleu_validation, budget_callback, checkpoints
 
 REFERENCES = [f"Satz Nummer {i} ist hier ." for i in range(40)]
 SENTENCES = [f"sentence number {i} is here ." for i in range(40)]
@@ -154,7 +154,7 @@ def test_a_runaway_decode_is_priced_at_the_references_length():
 
 def test_the_beam_search_is_timed_at_its_outputs_own_length_where_they_end_short(tmp_path):
     """The beam search's outputs, a word shorter each than the references (6
-    steps a batch against 7), take 3 s: timed at the second validation, the
+    steps a batch against 7), take 3 s: timed at the second validation (of three), the
     record keeps 3 s: short outputs are not stretched to the references'
     length (a trained model's beam outputs end short of them too)."""
     clock = [0.0]
@@ -170,7 +170,7 @@ def test_the_beam_search_is_timed_at_its_outputs_own_length_where_they_end_short
     run_dir = RunDir(str(tmp_path))
     bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, greedy, beam_translate=beam,
                                           clock=lambda: clock[0])
-    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=2, callbacks=[bleu], verbose=0)
+    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=3, callbacks=[bleu], verbose=0)
     timing = bleu_validation.beam_timing(bleu_validation.read_state(run_dir))
     assert (timing.seconds, timing.sentences, timing.trace_seconds) == (pytest.approx(3.0), len(SENTENCES), 0.5)
     assert bleu_validation.expected_decode_seconds(3.0, SENTENCES, beam(SENTENCES), REFERENCES,
@@ -194,41 +194,72 @@ def test_the_record_tells_whether_the_latest_validation_scored_the_best_so_far(t
     assert seen == [True, True, False, False, True, False, False, False, True, False]
 
 
-def test_the_beam_search_is_timed_at_the_second_validation_then_each_time_the_updates_double(tmp_path):
+class BudgetLikeStop(keras.callbacks.Callback):
+    """Ends every interval as `budget_callback.TimeBudget` does (a true value
+    that is not `True`, taken back at the interval's end), and training
+    after interval `last` (`True`)."""
+
+    def __init__(self, last):
+        super().__init__()
+        self.last, self.epoch = last, 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.model.stop_training = True if self.epoch == self.last else budget_callback.END_OF_INTERVAL
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training is budget_callback.END_OF_INTERVAL:
+            self.model.stop_training = False
+
+
+def test_the_beam_search_is_timed_at_every_validation_from_the_second_while_training_goes_on(tmp_path):
     """On a fake clock the beam search's decodes of the 40 sentences take 5 s,
     then 4 s, then 3 s (a trained model's search ends sooner), after a trace
-    of 0.5 s on one sentence. One update an interval: the search is timed at
-    the validation that ends the second interval (the first's model is
-    untrained), traced there only, then at the fourth and the eighth (the
-    updates doubled); each of those validations records what its timing
-    took, the others none."""
-    clock, beam_calls, seen = [0.0], [], []
-    beam_seconds = iter([5.0, 4.0, 3.0])
-    run_dir = RunDir(str(tmp_path))
+    of 0.5 s on one sentence. One update an interval, each interval ended as
+    a time budget ends it, and training after the fifth: the search is timed
+    at the second, third and fourth validations (traced at the second only),
+    not at the first (the model is untrained) nor at the fifth (no training
+    follows, so no price is needed), wherever the stopping callback stands
+    among the callbacks; each validation that timed it records what the
+    timing took. Where `fit` runs out of intervals, the last is not timed."""
+    def timed_run(directory, stop_first, epochs=9, last=4):
+        clock, beam_calls, seen = [0.0], [], []
+        beam_seconds = iter([5.0, 4.0, 3.0])
+        run_dir = RunDir(str(directory))
 
-    def greedy(sentences):
-        clock[0] += 2.0
-        return REFERENCES[:len(sentences)]
+        def greedy(sentences):
+            clock[0] += 2.0
+            return REFERENCES[:len(sentences)]
 
-    def beam(sentences):
-        beam_calls.append(len(sentences))
-        clock[0] += next(beam_seconds) if len(sentences) == len(SENTENCES) else 0.5
-        return REFERENCES[:len(sentences)]
+        def beam(sentences):
+            beam_calls.append(len(sentences))
+            clock[0] += next(beam_seconds) if len(sentences) == len(SENTENCES) else 0.5
+            return REFERENCES[:len(sentences)]
 
-    class Seen(keras.callbacks.Callback):  # the record after each validation, as `TimeBudget` reads it
-        def on_epoch_end(self, epoch, logs=None):
-            state = bleu_validation.read_state(run_dir)
-            timing = bleu_validation.beam_timing(state)
-            seen.append((state["scores"][epoch].get("beam_seconds", 0.0),
-                         None if timing is None else (timing.seconds, timing.updates, timing.trace_seconds)))
+        class Seen(keras.callbacks.Callback):  # the record after each validation, as `TimeBudget` reads it
+            def on_epoch_end(self, epoch, logs=None):
+                state = bleu_validation.read_state(run_dir)
+                timing = bleu_validation.beam_timing(state)
+                seen.append((state["scores"][epoch].get("beam_seconds", 0.0),
+                             None if timing is None else (timing.seconds, timing.updates, timing.trace_seconds)))
 
-    bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, greedy, beam_translate=beam,
-                                          clock=lambda: clock[0])
-    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=9, callbacks=[bleu, Seen()], verbose=0)
-    assert beam_calls == [1, len(SENTENCES), len(SENTENCES), len(SENTENCES)]
-    assert seen == [(0.0, None), (5.5, (5.0, 2, 0.5)), (0.0, (5.0, 2, 0.5)), (4.0, (4.0, 4, 0.5))] + \
-        [(0.0, (4.0, 4, 0.5))] * 3 + [(3.0, (3.0, 8, 0.5)), (0.0, (3.0, 8, 0.5))]
-    other = RunDir(str(tmp_path / "b"))
+        bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, greedy, beam_translate=beam,
+                                              clock=lambda: clock[0])
+        stop = [BudgetLikeStop(last)] if last is not None else []
+        marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=epochs, verbose=0,
+                           callbacks=stop + [bleu, Seen()] if stop_first else [bleu, Seen()] + stop)
+        return beam_calls, seen
+
+    expected = ([1, len(SENTENCES), len(SENTENCES), len(SENTENCES)],
+                [(0.0, None), (5.5, (5.0, 2, 0.5)), (4.0, (4.0, 3, 0.5)), (3.0, (3.0, 4, 0.5)), (0.0, (3.0, 4, 0.5))])
+    assert timed_run(tmp_path / "a", stop_first=False) == expected
+    assert timed_run(tmp_path / "b", stop_first=True) == expected
+    assert timed_run(tmp_path / "c", stop_first=False, epochs=3, last=None) == (
+        [1, len(SENTENCES)], [(0.0, None), (5.5, (5.0, 2, 0.5)), (0.0, (5.0, 2, 0.5))])
+    other = RunDir(str(tmp_path / "d"))
     marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=2, verbose=0,
-                       callbacks=[bleu_validation.BleuValidation(other, SENTENCES, REFERENCES, greedy)])
+                       callbacks=[bleu_validation.BleuValidation(other, SENTENCES, REFERENCES,
+                                                                   lambda texts: REFERENCES[:len(texts)])])
     assert bleu_validation.beam_timing(bleu_validation.read_state(other)) is None  # no beam search: not timed
