@@ -79,8 +79,9 @@ class Work:
 @dataclasses.dataclass(frozen=True)
 class BeamTiming:
     """A validation's timing of the run's beam search: the seconds of one
-    decode of its `sentences`, the seconds of its first, tracing, decode of
-    one sentence, and the updates of the model it timed."""
+    decode of its `sentences` (at the outputs' own length, or the
+    references' where they ran longer), the seconds of its first, tracing,
+    decode of one sentence, and the updates of the model it timed."""
 
     seconds: float
     sentences: int

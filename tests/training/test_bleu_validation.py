@@ -132,29 +132,49 @@ def test_an_interval_run_again_after_a_kill_does_not_leave_its_first_weights_as_
     assert outcome(str(killed))[1:] == (1, (1, 2), 2.0)
 
 
-def test_the_beam_search_is_priced_at_the_seconds_it_took_however_long_its_outputs(tmp_path):
-    """The beam search's outputs run to 49 words where the references have
-    6, and take 10 s: timed at the second validation (of three), the record
-    keeps 10 s, as it keeps the 3 s of outputs a word shorter than the
-    references (the decodes after training run as long as the last model's)."""
-    for outputs, seconds in ((lambda reference: " ".join(["Satz"] * 49), 10.0),
-                             (lambda reference: reference.rsplit(" ", 1)[0], 3.0)):
-        clock = [0.0]
+def test_decode_steps_follow_length_ordered_batches():
+    """Sources sorted by length into batches of 2: (a, bb) and (ccc, dddd); each batch runs to its longest output."""
+    sources = ["dddd", "a", "ccc", "bb"]
+    assert bleu_validation.decode_steps(sources, [1, 5, 2, 3], batch_size=2) == max(5, 3) + max(1, 2)
+    assert bleu_validation.decode_steps(sources, [1, 5, 2, 3], batch_size=4) == 5
 
-        def greedy(sentences):
-            clock[0] += 2.0
-            return REFERENCES[:len(sentences)]
 
-        def beam(sentences):
-            clock[0] += seconds if len(sentences) > 1 else 0.5  # the one-sentence decode traces the search
-            return [outputs(reference) for reference in REFERENCES[:len(sentences)]]
+def test_a_runaway_decode_is_priced_at_the_references_length():
+    """One output of a batch ran to 49 words where its reference has 4: the
+    batch's 50 steps stand for 5, so 10 s of decoding stand for 1 s; outputs
+    as long as the references, or shorter, keep their time."""
+    sources = ["one", "two", "three"]
+    references = ["eins zwei drei vier"] * 3
+    runaway = ["eins zwei drei vier", " ".join(["eins"] * 49), "eins zwei drei vier"]
+    assert bleu_validation.expected_decode_seconds(10.0, sources, runaway, references, 64) == pytest.approx(1.0)
+    assert bleu_validation.expected_decode_seconds(10.0, sources, references, references, 64) == pytest.approx(10.0)
+    short = ["eins"] * 3  # beam outputs end short of the references in a trained model too
+    assert bleu_validation.expected_decode_seconds(10.0, sources, short, references, 64) == pytest.approx(10.0)
 
-        run_dir = RunDir(str(tmp_path / str(seconds)))
-        bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, greedy, beam_translate=beam,
-                                              clock=lambda: clock[0])
-        marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=3, callbacks=[bleu], verbose=0)
-        timing = bleu_validation.beam_timing(bleu_validation.read_state(run_dir))
-        assert (timing.seconds, timing.sentences, timing.trace_seconds) == (seconds, len(SENTENCES), 0.5)
+
+def test_the_beam_search_is_timed_at_its_outputs_own_length_where_they_end_short(tmp_path):
+    """The beam search's outputs, a word shorter each than the references (6
+    steps a batch against 7), take 3 s: timed at the second validation (of three), the
+    record keeps 3 s: short outputs are not stretched to the references'
+    length (a trained model's beam outputs end short of them too)."""
+    clock = [0.0]
+
+    def greedy(sentences):
+        clock[0] += 2.0
+        return REFERENCES[:len(sentences)]
+
+    def beam(sentences):
+        clock[0] += 3.0 if len(sentences) > 1 else 0.5  # the one-sentence decode traces the search
+        return [reference.rsplit(" ", 1)[0] for reference in REFERENCES[:len(sentences)]]
+
+    run_dir = RunDir(str(tmp_path))
+    bleu = bleu_validation.BleuValidation(run_dir, SENTENCES, REFERENCES, greedy, beam_translate=beam,
+                                          clock=lambda: clock[0])
+    marked_model().fit(np.ones((1, 1)), np.ones((1, 1)), epochs=3, callbacks=[bleu], verbose=0)
+    timing = bleu_validation.beam_timing(bleu_validation.read_state(run_dir))
+    assert (timing.seconds, timing.sentences, timing.trace_seconds) == (pytest.approx(3.0), len(SENTENCES), 0.5)
+    assert bleu_validation.expected_decode_seconds(3.0, SENTENCES, beam(SENTENCES), REFERENCES,
+                                                   64) == pytest.approx(3.0)
 
 
 def test_the_record_tells_whether_the_latest_validation_scored_the_best_so_far(tmp_path):
