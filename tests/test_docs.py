@@ -65,6 +65,7 @@ RUN_BY = {
                                 r"^head -n -2000 ", r"^tail -n 2000 ", r"^awk .* > (short|medium)\.(train|test)\.tsv$"],
     "test_sample_command": [r"^python -c \"import random; .* > sample\.train\.tsv$"],
     "test_everyday_command": [r"^python -c \"import random; d = \{\}; .*everyday\.train\.tsv"],
+    "test_ding_command": [r"^python -c \"import random, re; d = \{\}; .*ding\.train\.tsv"],
     "test_the_layout_section_names_every_module_and_folder": [r"^ls keras_transformer/$"],
     CLI + "inspect_data_prints_a_summary_and_bad_datasets_exit_with_a_message":
         [r"^python scripts/train\.py --dataset (corpus|libreoffice\.train)\.tsv --inspect-data$"],
@@ -470,6 +471,40 @@ def test_everyday_command(tmp_path):
     assert numbers != sorted(numbers) and max(numbers) > 25000  # drawn from all of the file, not its head
     bash(checkout, command)
     assert [(checkout / f"everyday.{split}.tsv").read_text(encoding="utf-8") for split in ("train", "test")] == first
+
+
+def test_ding_command(tmp_path):
+    """The training page's sixth corpus shape: of Ding's dictionary
+    (`German :: English` lines, their senses apart by ` | `), the senses that
+    are sentences on both sides, with no grammar or usage notes ({}, (), [])
+    and no alternatives (;), and at least 3 English words, each English
+    sentence once, with its first German; drawn at random but the same on
+    every run: 1,000 for the test, the rest for training."""
+    checkout = make_checkout(tmp_path)
+    lines, kept = ["# Version :: 1.9 2022-01-01\n"], {}
+    for i in range(1500):
+        lines.append(f"Satz {{m}} | Das ist Satz {i}. :: sentence | This is sentence {i}.\n")
+        kept[f"This is sentence {i}."] = f"Das ist Satz {i}."
+        if i % 5 == 0:  # the same English again, later: the first German stays
+            lines.append(f"Noch ein Satz {i}! :: This is sentence {i}.\n")
+    lines += ["Das ist gut (umg.). :: That is good.\n", "Ist es gut? :: Is it good (coll.)?\n",
+              "Das geht; Es geht. :: That works; it works.\n", "Er geht {v}. :: He goes away.\n",
+              "Es regnet. :: It rains.\n", "Rede [übtr.] ist Silber. :: Speech is silver.\n",
+              "ohne Ende :: without end\n", "Er kam, sah und siegte. :: He came, saw and conquered.\n"]
+    kept["He came, saw and conquered."] = "Er kam, sah und siegte."
+    folder = checkout / "trans-de-en" / "usr" / "share" / "trans"
+    folder.mkdir(parents=True)
+    (folder / "de-en").write_text("".join(lines), encoding="utf-8")
+    command = docs_command(r"^python -c \"import random, re; d = ")
+    bash(checkout, command)
+    first = [(checkout / f"ding.{split}.tsv").read_text(encoding="utf-8") for split in ("train", "test")]
+    train, test = ([tuple(line.split("\t")) for line in split.splitlines()] for split in first)
+    assert (len(train), len(test)) == (len(kept) - 1000, 1000)
+    assert sorted(train + test) == sorted(kept.items())
+    numbers = [int(source.split()[-1][:-1]) for source, _ in test if source.startswith("This is")]
+    assert numbers != sorted(numbers) and max(numbers) > 1400  # drawn from all of the file, not its head
+    bash(checkout, command)
+    assert [(checkout / f"ding.{split}.tsv").read_text(encoding="utf-8") for split in ("train", "test")] == first
 
 
 def test_the_layout_section_names_every_module_and_folder(tmp_path):
