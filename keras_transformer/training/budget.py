@@ -195,20 +195,14 @@ def check_fits(record, seconds_per_update):
             f"least {math.ceil(needed * 10) / 10:g} minutes.")
 
 
-def alpha_fits(record, since_training, seconds_per_sentence, sentences):
+def decode_fits(record, since_training, seconds_per_sentence, sentences, growth=1.0):
     """Whether a budgeted run (its `record` as training left it) has time,
     `since_training` seconds after training ended, for one more decode of
-    the model choice's `sentences` at the next length penalty, then for the
-    test at it and the export, each sentence priced at ALPHA_STEP_COST times
-    `seconds_per_sentence` (the choice's last decode's; without it, at
-    LONG_ALPHA_COST times the validation's beam timing's)."""
-    step = ALPHA_STEP_COST
-    if seconds_per_sentence is None:
-        test = record.priced.get("test", 0.0)
-        if not test or not record.work.test_sentences:
-            return True
-        step, seconds_per_sentence = 1.0, test / record.work.test_sentences
-    decodes = step * seconds_per_sentence * (sentences + record.work.test_sentences)
+    the model choice's `sentences` (another candidate; with `growth`
+    ALPHA_STEP_COST, the next length penalty), then for the test and the
+    export, each sentence priced at `growth` times `seconds_per_sentence`
+    (the choice's last decode's)."""
+    decodes = growth * seconds_per_sentence * (sentences + record.work.test_sentences)
     spent = record.spent + since_training
     return spent + decodes + record.priced.get("export", 0.0) <= record.budget_seconds
 

@@ -11,7 +11,8 @@ The paper averages the last 5 (base) or 20 (big) checkpoints (section 6.1).
   training (`bleu_validation.BleuValidation`).
 It scores each on validation sentences with the run's own decoding (beam
 search), and records the one with the highest BLEU (then chrF) in the run
-folder. The test score, the export and the scripts then use that model
+folder; under a time budget, those after the last only while the budget
+has time for their decode. The test score, the export and the scripts then use that model
 (`RunDir.default_weights`).
 
 `choose_alpha` then chooses the length penalty of that model's beam search
@@ -51,6 +52,8 @@ class ModelChoice:
     # `choose_alpha`'s: the length penalty chosen, and the chosen model's scores at each one tried.
     alpha: float = None
     alpha_scores: dict = None
+    # The candidates not decoded: the time budget had no time for them (`choose_model`'s `worth_trying`).
+    untried: tuple = ()
 
 
 def candidates(run_dir, average_last, first_interval=0):
@@ -73,24 +76,31 @@ def candidates(run_dir, average_last, first_interval=0):
     return found
 
 
-def choose_model(run_dir, model, translate, sentences, references, average_last=5, first_interval=0):
+def choose_model(run_dir, model, translate, sentences, references, average_last=5, first_interval=0,
+                 worth_trying=None):
     """Scores the candidates of `run_dir` and records the choice. The average
     is of the last `average_last` checkpoints from `first_interval` on.
 
     model: the run's built model; its weights are set to each candidate in
         turn and left at the chosen one.
     translate: list of str -> list of str with `model`'s current weights.
+    worth_trying: None, or () -> bool, asked before each candidate after the
+        last checkpoint; at the first False the rest are not decoded (a time
+        budget's guard, `budget.decode_fits`). `scores` holds those decoded.
     Returns the `ModelChoice`.
     """
     found = candidates(run_dir, average_last, first_interval)
     scores = {}
     for name, path in found.items():
+        if scores and worth_trying is not None and not worth_trying():
+            break
         model.load_weights(path)
         figures = evaluation.score(translate(sentences), references)
         scores[name] = {k: figures[k] for k in ("bleu", "chrf", "exact_match")}
-    chosen = max(found, key=lambda name: (scores[name]["bleu"], scores[name]["chrf"], -CANDIDATES.index(name)))
+    chosen = max(scores, key=lambda name: (scores[name]["bleu"], scores[name]["chrf"], -CANDIDATES.index(name)))
     model.load_weights(found[chosen])
-    choice = ModelChoice(chosen, found[chosen], scores, len(sentences))
+    choice = ModelChoice(chosen, found[chosen], scores, len(sentences),
+                         untried=tuple(name for name in found if name not in scores))
     run_dir.write_choice(dataclasses.asdict(choice))
     return choice
 
@@ -106,7 +116,7 @@ def choose_alpha(run_dir, choice, translate_at, sentences, references, alphas=AL
         beam search at that length penalty.
     worth_trying: None, or () -> bool, asked before each further alpha; at
         the first False the rest of `alphas` are not tried (a time budget's
-        guard, `budget.alpha_fits`). `alpha_scores` holds those tried.
+        guard, `budget.decode_fits`). `alpha_scores` holds those tried.
     """
     scores = {alphas[0]: choice.scores[choice.chosen]}
     for alpha in alphas[1:]:

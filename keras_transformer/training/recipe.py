@@ -337,35 +337,38 @@ class PartClock:
 
 class DecodeTimer:
     """Beam decodes by a `Translator`, timed: `seconds_per_sentence` is the
-    last decode's, which prices the time budget's next alpha
-    (`budget.alpha_fits`); None until a second decode, since the first
-    one traces the search (3-4 s on LibreOffice)."""
+    last decode's, which prices the time budget's next candidate and alpha
+    (`budget.decode_fits`); None before the first. An untimed decode of
+    one sentence first traces the search (3-4 s on LibreOffice)."""
 
     def __init__(self, translator, clock=time.monotonic):
-        self.translator, self.clock, self.seconds_per_sentence, self.decodes = translator, clock, None, 0
+        self.translator, self.clock, self.seconds_per_sentence = translator, clock, None
 
     def __call__(self, sentences):  # with a progress line on stderr: three candidates can take minutes
+        if self.seconds_per_sentence is None:
+            self.translator.translate(sentences[:1])
         start = self.clock()
         best = self.translator.translate(sentences).best
-        self.decodes += 1
-        if self.decodes > 1:
-            self.seconds_per_sentence = (self.clock() - start) / max(1, len(sentences))
+        self.seconds_per_sentence = (self.clock() - start) / max(1, len(sentences))
         return best
 
 
-def choose_trained_model(config, run_dir, model, translate, sentences, references):
+def choose_trained_model(config, run_dir, model, translate, sentences, references, worth_trying=None):
     """The model choice: the last, averaged and best checkpoints scored on the
     validation `sentences` against `references` with the run's beam search
     by `translate` (a `DecodeTimer` over `model`, which ends with the chosen
-    weights: `model_choice.choose_model`). Returns the `model_choice.ModelChoice`."""
+    weights: `model_choice.choose_model`; `worth_trying`: its guard).
+    Returns the `model_choice.ModelChoice`."""
     translator = translate.translator
     print(f"\nChoosing the model on {len(sentences)} validation sentences (beam {translator.beam_size}, "
           f"alpha {translator.alpha:g}):")
-    choice = model_choice.choose_model(run_dir, model, translate, sentences, references,
-                                       config.average_last, first_cooldown_interval(config.training, run_dir))
+    choice = model_choice.choose_model(run_dir, model, translate, sentences, references, config.average_last,
+                                       first_cooldown_interval(config.training, run_dir), worth_trying)
     for name in model_choice.CANDIDATES:
         if name in choice.scores:
             _print_scores(f"  {name}" + (" (chosen)" if name == choice.chosen else ""), choice.scores[name])
+    if choice.untried:
+        print(f"  {', '.join(choice.untried)} not decoded: the time budget keeps the rest for the test and the export")
     return choice
 
 
@@ -444,13 +447,17 @@ def train_and_evaluate(config, examples=5, fixed=(), started=None):
         choose_alpha = bool(config.time_budget) and "alpha" not in fixed
         first_alpha = model_choice.ALPHAS[0] if choose_alpha else None  # else the run's
         translate = DecodeTimer(make_translator(config.decoding, model, trained.tokenizer, alpha=first_alpha))
-        choice = choose_trained_model(config, run_dir, model, translate, sentences, references)
+        record = budget.load(run_dir) if config.time_budget else None
+
+        def fits(growth=1.0):
+            return budget.decode_fits(record, clock.since_training(), translate.seconds_per_sentence,
+                                      len(sentences), growth)
+
+        choice = choose_trained_model(config, run_dir, model, translate, sentences, references,
+                                      worth_trying=fits if record is not None else None)
         if choose_alpha:
-            record = budget.load(run_dir)
-            config, choice = choose_length_penalty(
-                config, run_dir, translate, choice, sentences, references,
-                worth_trying=lambda: budget.alpha_fits(record, clock.since_training(),
-                                                       translate.seconds_per_sentence, len(sentences)))
+            config, choice = choose_length_penalty(config, run_dir, translate, choice, sentences, references,
+                                                   worth_trying=lambda: fits(budget.ALPHA_STEP_COST))
         translator = translate.translator
     with clock.part("test"):
         tested = score_on_test(config, run_dir, translator, choice.chosen, examples)

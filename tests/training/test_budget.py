@@ -273,13 +273,17 @@ def test_a_budget_too_small_for_an_update_per_checkpoint_says_what_would_do():
     budget.check_fits(dataclasses.replace(record, budget_minutes=enough), 3.0)  # the advice suffices
 
 
-def test_a_further_alpha_is_tried_only_while_its_decode_leaves_the_test_and_export_their_time():
+def test_a_further_decode_is_made_only_while_it_leaves_the_test_and_export_their_time():
+    """`decode_fits` at its boundary: 500 s spent of 600, the export priced at
+    8 s, and a decode of 200 sentences then the test's 1,000 at 1/32 s a
+    sentence (37.5 s) fit up to 54.5 s after training, not after; priced 1.5
+    times longer (the next length penalty), up to 35.75 s."""
     record = budget.Record(10.0, budget.Work(alphas=3, test_sentences=1000), spent=500.0,
-                           priced={"choice": 40.0, "test": 30.0, "export": 7.2})
-    fits = [budget.alpha_fits(record, since, 0.02, 200) for since in range(0, 100, 5)]
-    assert fits[0] and not fits[-1] and fits == sorted(fits, reverse=True)  # true until the time runs short
-    assert budget.alpha_fits(record, 0.0, None, 200)  # priced from the validation's timing before measured
-    assert budget.alpha_fits(dataclasses.replace(record, priced={}), 99.0, None, 200)  # nothing priced: try
+                           priced={"choice": 40.0, "test": 30.0, "export": 8.0})
+    assert budget.decode_fits(record, 54.5, 1 / 32, 200)
+    assert not budget.decode_fits(record, 54.5 + 1e-6, 1 / 32, 200)
+    assert budget.decode_fits(record, 35.75, 1 / 32, 200, growth=1.5)
+    assert not budget.decode_fits(record, 35.75 + 1e-6, 1 / 32, 200, growth=1.5)
 
 
 def test_the_record_round_trips_and_a_record_of_another_version_is_refused(tmp_path):

@@ -151,3 +151,24 @@ def test_the_length_penalties_stop_at_the_first_one_the_budget_has_no_time_for(t
                                            worth_trying=lambda: next(answers))
     assert decoded == [0.8] and with_alpha.alpha == 0.8
     assert list(with_alpha.alpha_scores) == ["0.6", "0.8"]
+
+
+@pytest.mark.parametrize("answers,decoded", [
+    ([False], ["last"]),  # the average would win, but there is no time to decode it
+    ([True, False], ["last", "average"]),
+    ([True, True], ["last", "average", "best"]),
+])
+def test_the_candidates_stop_at_the_first_one_the_budget_has_no_time_for(tmp_path, answers, decoded):
+    """With `worth_trying` (a time budget's guard), asked before each candidate
+    after the last checkpoint, those after its first False are not decoded:
+    the choice is made among those decoded and names the rest."""
+    run_dir = make_run(tmp_path, [0.0, 1.0, 2.0, 3.0, 4.0], best_epoch=1)
+    model = marked_model()
+    asked = iter(answers)
+    choice = model_choice.choose_model(run_dir, model, translate_by_weight(model, lambda w: 0.9 if w == 3.0 else 0.2),
+                                       REFERENCES, REFERENCES, average_last=3, worth_trying=lambda: next(asked))
+    assert list(choice.scores) == decoded
+    assert choice.untried == tuple(name for name in ("last", "average", "best") if name not in decoded)
+    assert choice.chosen == ("average" if "average" in decoded else "last")
+    assert float(model.layers[-1].kernel[0, 0]) == (3.0 if "average" in decoded else 4.0)
+    assert run_dir.read_choice()["untried"] == list(choice.untried)

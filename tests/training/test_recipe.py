@@ -358,25 +358,26 @@ def test_scheduling_is_a_stage_from_one_frozen_recipe_to_the_next():
         made.config = chosen.config
 
 
-def test_the_model_choice_times_its_decodes_after_the_one_that_traces():
+def test_the_model_choice_times_each_decode_after_an_untimed_one_sentence_trace():
     """`DecodeTimer`: the seconds per sentence of the last decode, which the
-    alpha guard prices from; none after the first alone, which traces."""
+    budget's guard prices from; before its first decode, an untimed one of
+    one sentence traces the search."""
     import types
 
     from keras_transformer.training import recipe
 
-    now, seconds = [0.0], iter([9.0, 2.0, 3.0])
+    now, seconds, decoded = [0.0], iter([9.0, 2.0, 3.0]), []
 
     def translate(sentences):
+        decoded.append(len(sentences))
         now[0] += next(seconds)
         return types.SimpleNamespace(best=[s.upper() for s in sentences])
 
     timer = recipe.DecodeTimer(types.SimpleNamespace(translate=translate), clock=lambda: now[0])
-    assert timer(["a", "b", "c", "d"]) == ["A", "B", "C", "D"] and timer.seconds_per_sentence is None
+    assert timer.seconds_per_sentence is None
+    assert timer(["a", "b", "c", "d"]) == ["A", "B", "C", "D"] and timer.seconds_per_sentence == 0.5
     timer(["a", "b", "c", "d"])
-    assert timer.seconds_per_sentence == 0.5
-    timer(["a", "b", "c", "d"])
-    assert timer.seconds_per_sentence == 0.75
+    assert timer.seconds_per_sentence == 0.75 and decoded == [1, 4, 4]
 
 
 def test_the_length_penalty_is_tried_as_the_translators_own_until_the_guard_says_no(tmp_path, tokenizer_path,
@@ -399,15 +400,15 @@ def test_the_length_penalty_is_tried_as_the_translators_own_until_the_guard_says
     choice = model_choice.ModelChoice("last", run_dir.checkpoints()[-1], {"last": first}, len(sentences))
     decoded_at, translate = [], translator.translate
 
-    def translate_noting_alpha(*args, **kwargs):
-        decoded_at.append(translator.alpha)
-        return translate(*args, **kwargs)
+    def translate_noting_alpha(texts, *args, **kwargs):
+        decoded_at.append((translator.alpha, len(texts)))
+        return translate(texts, *args, **kwargs)
 
     translator.translate = translate_noting_alpha
     answers = iter([True, False])
     config, chosen = recipe.choose_length_penalty(config, run_dir, recipe.DecodeTimer(translator), choice, sentences,
                                                   references, worth_trying=lambda: next(answers))
-    assert decoded_at == [0.8] and list(chosen.alpha_scores) == ["0.6", "0.8"]
+    assert decoded_at == [(0.8, 1), (0.8, 6)] and list(chosen.alpha_scores) == ["0.6", "0.8"]  # a trace, a decode
     assert chosen.alpha_scores["0.6"] == first
     assert chosen.alpha == model_choice.best_alpha({0.6: first, 0.8: chosen.alpha_scores["0.8"]})
     assert translator.alpha == config.alpha == run_dir.load_config().alpha == chosen.alpha
