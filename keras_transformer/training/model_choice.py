@@ -12,8 +12,8 @@ The paper averages the last 5 (base) or 20 (big) checkpoints (section 6.1).
 It scores each on validation sentences with the run's own decoding (beam
 search), and records the one with the highest BLEU (then chrF) in the run
 folder; under a time budget, those after the last only while the budget
-has time for their decode. The test score, the export and the scripts then use that model
-(`RunDir.default_weights`).
+has time for their decode. The test score, the export and the scripts
+then use that model (`RunDir.default_weights`).
 
 `choose_alpha` then chooses the length penalty of that model's beam search
 on the same sentences, as the paper chose its beam size and alpha "after
